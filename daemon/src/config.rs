@@ -1,0 +1,383 @@
+//! The daemon's configuration: TOML, every field optional, defaults that work on a host
+//! with no file at all. Documented in `docs/config.md`; `placed --print-config` shows the
+//! effective values.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Where the daemon looks when `--config` is not given; a missing file means defaults.
+pub const DEFAULT_CONFIG_PATH: &str = "/etc/placed/placed.toml";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub daemon: DaemonConfig,
+    pub grpc: GrpcConfig,
+    pub machine: MachineConfig,
+    pub containers: ContainersConfig,
+    pub policy: PolicyConfig,
+    pub observe: ObserveConfig,
+    pub metrics: MetricsConfig,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DaemonConfig {
+    /// The state file: what placed decided, so that a restart adopts instead of moving.
+    pub state_file: PathBuf,
+    /// Model files (`*.json` from `placed-train fit`), one per machine class and vCPU count.
+    pub model_dir: PathBuf,
+    /// `text` for people and journald, `json` for log shippers.
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GrpcConfig {
+    /// The Unix socket placectl and local orchestrators use.
+    pub socket: PathBuf,
+    /// Permissions of the socket, octal.
+    pub socket_mode: String,
+    /// Group owning the socket (members may drive placed); unset keeps root's group.
+    pub socket_group: Option<String>,
+    /// Optional TCP listener for remote orchestrators; requires `tls`.
+    pub tcp: Option<SocketAddr>,
+    pub tls: Option<TlsConfig>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsConfig {
+    /// PEM certificate chain and private key of the server.
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    /// PEM CA bundle: when set, clients must present a certificate it signed.
+    pub client_ca: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct MachineConfig {
+    /// An hwloc XML file to use instead of discovering this host (tests, odd firmware).
+    pub topology: Option<PathBuf>,
+    /// A machine file: measured interconnect, concern overrides, allocation unit.
+    pub machine_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ContainersConfig {
+    /// Containers of these runtimes are managed as soon as they appear: docker, podman,
+    /// containerd, crio, cri, pod, lxc, systemd. Others are managed when an orchestrator asks
+    /// (Manage).
+    pub runtimes: Vec<String>,
+    /// Plain cgroups (paths in the cpuset hierarchy) whose children are managed as they
+    /// appear, for workloads started without a container runtime.
+    pub cgroups: Vec<String>,
+    /// How often the cgroup tree is listed again, in case a change notification was missed.
+    #[serde(with = "humantime_serde")]
+    pub resync_interval: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PolicyConfig {
+    /// The policy of containers nobody configured: observe (measure and predict, never
+    /// move), model, conservative, aggressive or smart-aggressive.
+    pub default: String,
+    /// The model policy's goal: keep at least this fraction of baseline performance.
+    pub goal: f64,
+    /// A move must pay for itself within this time: predicted gain x horizon > migration time.
+    #[serde(with = "humantime_serde")]
+    pub horizon: Duration,
+    /// Re-evaluate a watched container when its observed performance strays this far from
+    /// the prediction (relative).
+    pub drift: f64,
+    /// How memory follows a move: `kernel` (the cpuset write), `fast` (parallel
+    /// move_pages workers, container frozen) or `throttled` (no freeze, bandwidth cap).
+    /// Kernel by default: in the emulated guest the fast mode was not faster (docs/enactment.md).
+    pub migration: String,
+    /// The throttled mode's cap, MiB/s.
+    pub throttle_mib_per_s: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ObserveConfig {
+    /// Discarded after each move before measuring.
+    #[serde(with = "humantime_serde")]
+    pub warmup: Duration,
+    /// One sub-window of a measurement.
+    #[serde(with = "humantime_serde")]
+    pub window: Duration,
+    /// Sub-windows per measurement.
+    pub windows: u32,
+    /// How often a watched container is observed.
+    #[serde(with = "humantime_serde")]
+    pub watch_interval: Duration,
+    /// Windows where other tasks take more than this share of the container's CPUs are
+    /// dropped as disturbed (default 0.05). Raise it on small shared test machines only.
+    pub max_foreign_load: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsConfig {
+    /// Serve the Prometheus text endpoint (`/metrics`).
+    pub enabled: bool,
+    pub listen: SocketAddr,
+}
+
+impl Default for DaemonConfig {
+    fn default() -> Self {
+        Self {
+            state_file: "/var/lib/placed/state.json".into(),
+            model_dir: "/var/lib/placed/models".into(),
+            log_format: LogFormat::Text,
+        }
+    }
+}
+
+impl Default for GrpcConfig {
+    fn default() -> Self {
+        Self {
+            socket: "/run/placed/placed.sock".into(),
+            socket_mode: "0660".into(),
+            socket_group: None,
+            tcp: None,
+            tls: None,
+        }
+    }
+}
+
+impl Default for ContainersConfig {
+    fn default() -> Self {
+        Self {
+            runtimes: ["docker", "podman", "containerd", "crio", "cri", "lxc"]
+                .map(String::from)
+                .to_vec(),
+            cgroups: Vec::new(),
+            resync_interval: Duration::from_secs(30),
+        }
+    }
+}
+
+impl Default for PolicyConfig {
+    fn default() -> Self {
+        Self {
+            default: "observe".into(),
+            goal: 0.9,
+            horizon: Duration::from_secs(600),
+            drift: 0.15,
+            migration: "kernel".into(),
+            throttle_mib_per_s: 100,
+        }
+    }
+}
+
+impl Default for ObserveConfig {
+    fn default() -> Self {
+        Self {
+            // The observation engine's measured defaults (observe::Protocol::default).
+            warmup: Duration::from_secs(2),
+            window: Duration::from_millis(500),
+            windows: 16,
+            watch_interval: Duration::from_secs(60),
+            max_foreign_load: None,
+        }
+    }
+}
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            listen: SocketAddr::from(([127, 0, 0, 1], 9464)),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("config file {path}: {detail}")]
+    Parse { path: PathBuf, detail: String },
+    #[error("config file {path}: {detail}")]
+    Invalid { path: PathBuf, detail: String },
+}
+
+impl Config {
+    /// Reads `path`; when `path` is the default location and does not exist, the defaults.
+    pub fn load(path: Option<&Path>) -> Result<Self, ConfigError> {
+        let (path, explicit) = match path {
+            Some(p) => (p.to_owned(), true),
+            None => (PathBuf::from(DEFAULT_CONFIG_PATH), false),
+        };
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if !explicit && e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Self::default());
+            }
+            Err(source) => return Err(ConfigError::Read { path, source }),
+        };
+        Self::parse(&path, &text)
+    }
+
+    pub fn parse(path: &Path, text: &str) -> Result<Self, ConfigError> {
+        let config: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.to_owned(),
+            detail: e.to_string().trim().replace('\n', " "),
+        })?;
+        config.validate(path)?;
+        Ok(config)
+    }
+
+    fn validate(&self, path: &Path) -> Result<(), ConfigError> {
+        let invalid = |detail: String| ConfigError::Invalid {
+            path: path.to_owned(),
+            detail,
+        };
+        if !(self.policy.goal > 0.0 && self.policy.goal <= 2.0) {
+            return Err(invalid(format!(
+                "policy.goal = {} is outside (0, 2]",
+                self.policy.goal
+            )));
+        }
+        if let Err(e) = crate::policy::Policy::parse(&self.policy.default, self.policy.goal) {
+            return Err(invalid(format!("policy.default: {e}")));
+        }
+        if u32::from_str_radix(&self.grpc.socket_mode, 8).is_err() {
+            return Err(invalid(format!(
+                "grpc.socket_mode = {:?} is not an octal mode like \"0660\"",
+                self.grpc.socket_mode
+            )));
+        }
+        if self.grpc.tcp.is_some() && self.grpc.tls.is_none() {
+            return Err(invalid(
+                "grpc.tcp needs grpc.tls: placed does not serve its API unencrypted over TCP"
+                    .into(),
+            ));
+        }
+        if let Some(f) = self.observe.max_foreign_load {
+            if !(0.0..=1.0).contains(&f) {
+                return Err(invalid(format!(
+                    "observe.max_foreign_load = {f} is outside [0, 1]"
+                )));
+            }
+        }
+        if let Err(e) = self.protocol() {
+            return Err(invalid(format!("[observe]: {e}")));
+        }
+        if !["kernel", "fast", "throttled"].contains(&self.policy.migration.as_str()) {
+            return Err(invalid(format!(
+                "policy.migration = {:?}: expected kernel, fast or throttled",
+                self.policy.migration
+            )));
+        }
+        Ok(())
+    }
+
+    /// The measurement protocol: the observation engine's measured defaults, with the
+    /// `[observe]` settings on top.
+    pub fn protocol(&self) -> Result<crate::observe::Protocol, crate::observe::ObserveError> {
+        let base = crate::observe::Protocol::default();
+        let windows = usize::try_from(self.observe.windows).unwrap_or(base.windows);
+        let mut p = crate::observe::Protocol {
+            warmup: self.observe.warmup,
+            window: self.observe.window,
+            windows,
+            min_windows: base.min_windows.min(windows),
+            ..base
+        };
+        if let Some(f) = self.observe.max_foreign_load {
+            p.rules.max_foreign = f;
+        }
+        p.validate()?;
+        Ok(p)
+    }
+
+    /// The socket mode as a number.
+    pub fn socket_mode(&self) -> u32 {
+        u32::from_str_radix(&self.grpc.socket_mode, 8).unwrap_or(0o660)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_file_is_the_defaults() {
+        let c = Config::parse(Path::new("p.toml"), "").unwrap();
+        assert_eq!(c, Config::default());
+        assert_eq!(c.socket_mode(), 0o660);
+    }
+
+    #[test]
+    fn a_missing_default_file_is_the_defaults_but_a_missing_named_file_is_an_error() {
+        // The default path is absent on test machines; a named one must exist.
+        if !Path::new(DEFAULT_CONFIG_PATH).exists() {
+            assert_eq!(Config::load(None).unwrap(), Config::default());
+        }
+        assert!(matches!(
+            Config::load(Some(Path::new("/nonexistent/placed.toml"))),
+            Err(ConfigError::Read { .. })
+        ));
+    }
+
+    #[test]
+    fn fields_parse_with_durations() {
+        let c = Config::parse(
+            Path::new("p.toml"),
+            r#"
+            [grpc]
+            socket = "/tmp/p.sock"
+            socket_mode = "0600"
+            [policy]
+            default = "model"
+            goal = 0.8
+            horizon = "5m"
+            [observe]
+            window = "500ms"
+            windows = 7
+            "#,
+        )
+        .unwrap();
+        assert_eq!(c.grpc.socket, Path::new("/tmp/p.sock"));
+        assert_eq!(c.policy.horizon, Duration::from_secs(300));
+        assert_eq!(c.observe.window, Duration::from_millis(500));
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        let bad = |text: &str| {
+            Config::parse(Path::new("p.toml"), text)
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(bad("[policy]\ngoal = 3.0").contains("policy.goal = 3 is outside (0, 2]"));
+        assert!(bad("[policy]\ndefault = \"greedy\"").contains("greedy"));
+        assert!(bad("[grpc]\nsocket_mode = \"rw\"").contains("octal"));
+        assert!(bad("[grpc]\ntcp = \"0.0.0.0:7443\"").contains("needs grpc.tls"));
+        assert!(bad("[daemon]\nstate_fil = \"/x\"").contains("state_fil"));
+        assert!(bad("[observe]\nwindows = 3").contains("too small to reach the confidence"));
+        assert!(bad("[observe]\nwindow = \"0s\"").contains("window is empty"));
+        assert!(bad("[policy]\nmigration = \"teleport\"").contains("teleport"));
+        assert!(bad("[observe]\nmax_foreign_load = 2.0").contains("outside [0, 1]"));
+    }
+}

@@ -1,0 +1,153 @@
+//! Start-up: the state file's containers adopted where they are.
+//!
+//! A container the previous run had settled stays put (no measuring, no moving). One it
+//! was moving when it died is thawed if the move froze it, and settled on one whole cpuset:
+//! the target if the kernel already holds it, else back to where it came from. One it had
+//! taken elsewhere for an on-demand prediction goes back. Containers that stopped meanwhile
+//! are forgotten.
+
+use std::sync::Arc;
+
+use crate::containers::Container;
+use crate::fault::Fault;
+use crate::migrate::Mode;
+use crate::state::{Assigned, ContainerRecord, Cpuset, Lifecycle};
+
+use super::events::{Event, EventKind, now_ms};
+use super::{Inner, StartError, task};
+
+pub(super) async fn restore(inner: &Arc<Inner>) -> Result<(), StartError> {
+    let store = inner.store.clone();
+    let fingerprint = inner.machine.fingerprint().to_owned();
+    let loaded = tokio::task::spawn_blocking(move || store.load(&fingerprint))
+        .await
+        .map_err(|e| StartError::Config(format!("state file task failed: {e}")))??;
+    let Some(state) = loaded else {
+        return Ok(());
+    };
+    let mut adopted = Vec::new();
+    for rec in state.containers {
+        let task_inner = inner.clone();
+        let settled = tokio::task::spawn_blocking(move || settle(&task_inner, rec))
+            .await
+            .map_err(|e| StartError::Config(format!("adoption task failed: {e}")))?;
+        let Some((rec, container, note)) = settled else {
+            continue;
+        };
+        inner.events.send(Event {
+            unix_ms: now_ms(),
+            container: rec.id.clone(),
+            kind: EventKind::State,
+            state: rec.state,
+            placement: rec.assigned.as_ref().and_then(|a| a.placement.clone()),
+            message: format!("adopted from the state file: {note}"),
+        });
+        let id = rec.id.clone();
+        let entry = inner.new_entry(rec, container);
+        inner.registry().entries.insert(id.clone(), entry);
+        adopted.push(id);
+    }
+    inner.update_gauges();
+    inner
+        .persist()
+        .await
+        .map_err(|e| StartError::Config(e.to_string()))?;
+    for id in adopted {
+        task::spawn(inner, id);
+    }
+    Ok(())
+}
+
+/// Brings one record in line with the host. `None` when the container is gone.
+fn settle(inner: &Inner, mut rec: ContainerRecord) -> Option<(ContainerRecord, Container, String)> {
+    let container = match inner.host.resolve(&rec.id) {
+        Ok(c) => c,
+        Err(e) if e.fault() == Fault::NotFound => {
+            tracing::info!(container = %rec.id, "gone since the last run; forgotten");
+            return None;
+        }
+        Err(e) => {
+            tracing::warn!(container = %rec.id, error = %e, "cannot find it again; forgotten");
+            return None;
+        }
+    };
+    let cgroups = inner.host.cgroups();
+    let mut notes = Vec::new();
+    if let Some(m) = rec.migration.take() {
+        // A fast move freezes the container; if the daemon died then, the freeze stayed.
+        if m.frozen && cgroups.is_frozen(&container.cgroup).unwrap_or(false) {
+            match cgroups.set_frozen(&container.cgroup, false) {
+                Ok(()) => notes.push("thawed (left frozen by an interrupted move)".to_owned()),
+                Err(e) => notes.push(format!("COULD NOT THAW: {e}")),
+            }
+        }
+        let now = cgroups.cpuset(&container.cgroup).ok();
+        let at = |c: &Cpuset| {
+            now.as_ref()
+                .is_some_and(|n| n.effective_cpus == c.cpus && n.effective_mems == c.mems)
+        };
+        let to = Cpuset {
+            cpus: m.to.cpus.clone(),
+            mems: m.to.mems.clone(),
+        };
+        if at(&to) {
+            rec.assigned = Some(m.to.clone());
+            notes.push("an interrupted move had completed".into());
+        } else if at(&m.from) {
+            notes.push("an interrupted move had not started; left where it was".into());
+        } else {
+            // Half-way (new CPUs, both nodes' memory): put it back where it came from.
+            match inner
+                .host
+                .apply(&container, &m.from.cpus, &m.from.mems, &Mode::Kernel)
+            {
+                Ok(_) => notes.push(format!(
+                    "an interrupted move was undone (cpus {}, mems {})",
+                    m.from.cpus, m.from.mems
+                )),
+                Err(e) => notes.push(format!("undoing an interrupted move failed: {e}")),
+            }
+        }
+    }
+    if let Some(back) = rec.resume.take() {
+        match inner
+            .host
+            .apply(&container, &back.cpus, &back.mems, &Mode::Kernel)
+        {
+            Ok(_) => {
+                notes.push("put back after an interrupted prediction".into());
+                rec.assigned = (!back.units.is_empty() || back.placement.is_some()).then_some(back);
+            }
+            Err(e) => notes.push(format!("could not put it back after a prediction: {e}")),
+        }
+    }
+    // Where is it really? The record follows the host, never the other way round.
+    if let (Some(a), Ok(now)) = (&rec.assigned, cgroups.cpuset(&container.cgroup)) {
+        if now.effective_cpus != a.cpus || now.effective_mems != a.mems {
+            notes.push(format!(
+                "its cpuset changed outside placed (cpus {}, mems {}); left as it is",
+                now.effective_cpus, now.effective_mems
+            ));
+            rec.assigned = Some(Assigned {
+                placement: None,
+                units: Vec::new(),
+                cpus: now.effective_cpus,
+                mems: now.effective_mems,
+            });
+        }
+    }
+    rec.state = match rec.state {
+        // Interrupted evaluations start again; everything else stays where it is.
+        Lifecycle::Baseline | Lifecycle::Probe | Lifecycle::Predicted => Lifecycle::Discovered,
+        Lifecycle::Migrating | Lifecycle::Placed => Lifecycle::Watched,
+        other => other,
+    };
+    rec.detail = notes.join("; ");
+    rec.updated_unix_ms = now_ms();
+    let note = if notes.is_empty() {
+        "where it was".to_owned()
+    } else {
+        rec.detail.clone()
+    };
+    Some((rec, container, note))
+}

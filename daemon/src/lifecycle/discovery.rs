@@ -1,0 +1,239 @@
+//! Containers appearing and disappearing: the cgroup directories where runtimes create
+//! containers are watched with inotify (a `mkdir` or `rmdir` there starts a resync within
+//! a fraction of a second), and the whole tree is listed again every `resync_interval` in
+//! case an event was missed or a runtime nests deeper than the watched directories.
+
+use std::os::fd::AsFd;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
+use tokio::io::unix::AsyncFd;
+
+use crate::cgroup::CgroupPath;
+use crate::containers::Container;
+use crate::fault::Fault;
+use crate::state::Lifecycle;
+
+use super::events::{Event, EventKind, now_ms};
+use super::{Inner, task};
+
+/// Changes arriving within this window are handled by one resync.
+const DEBOUNCE: Duration = Duration::from_millis(50);
+
+pub(super) fn start(inner: &Arc<Inner>) {
+    let inner = inner.clone();
+    let tracker = inner.tasks.clone();
+    tracker.spawn(async move {
+        let mut watcher = Watcher::new(&inner);
+        loop {
+            resync(&inner).await;
+            let interval = inner.config.containers.resync_interval;
+            tokio::select! {
+                _ = inner.cancel.cancelled() => return,
+                _ = tokio::time::sleep(interval) => {}
+                _ = watcher.changed() => tokio::time::sleep(DEBOUNCE).await,
+            }
+        }
+    });
+}
+
+/// Lists the host's containers: new ones are registered, vanished ones forgotten.
+pub(super) async fn resync(inner: &Arc<Inner>) {
+    let task_inner = inner.clone();
+    let listed = tokio::task::spawn_blocking(move || wanted(&task_inner)).await;
+    let found = match listed {
+        Ok(Ok(found)) => found,
+        Ok(Err(e)) => {
+            inner.metrics.error("discovery");
+            tracing::warn!(error = %e, "cannot list containers");
+            return;
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "discovery task failed");
+            return;
+        }
+    };
+    let known: Vec<String> = inner.registry().entries.keys().cloned().collect();
+    let mut renamed = false;
+    for c in found {
+        if !known.contains(&c.cgroup.to_string()) {
+            if let Err(e) = task::register(inner, c, None).await {
+                tracing::warn!(error = %e, "cannot register a discovered container");
+            }
+        } else if let Some(name) = c.name {
+            // An engine may name a container only after its cgroup appeared, and
+            // `docker rename` changes it later: references by name must follow.
+            let mut reg = inner.registry();
+            if let Some(entry) = reg.entries.get_mut(&c.cgroup.to_string()) {
+                if entry.record.name != name {
+                    tracing::info!(container = %c.cgroup, from = %entry.record.name, to = %name, "renamed");
+                    entry.record.name = name;
+                    renamed = true;
+                }
+            }
+        }
+    }
+    if renamed {
+        if let Err(e) = inner.persist().await {
+            tracing::warn!(error = %e, "cannot save the state after a rename");
+        }
+    }
+    // Every managed container, found by discovery or handed over by Manage, must still exist.
+    for id in known {
+        let Ok(cg) = CgroupPath::parse(&id) else {
+            continue;
+        };
+        let exists = inner.host.cgroups().exists(&cg).unwrap_or(true);
+        if !exists {
+            forget(inner, &id).await;
+        }
+    }
+}
+
+/// The containers discovery manages on its own: those of the configured runtimes, and the
+/// children of the configured plain cgroups.
+fn wanted(inner: &Inner) -> Result<Vec<Container>, crate::enact::Error> {
+    let runtimes = &inner.config.containers.runtimes;
+    let mut out: Vec<Container> = if runtimes.is_empty() {
+        Vec::new()
+    } else {
+        inner
+            .host
+            .list()?
+            .into_iter()
+            .filter(|c| runtimes.iter().any(|r| *r == c.runtime.to_string()))
+            .collect()
+    };
+    for prefix in &inner.config.containers.cgroups {
+        let Ok(parent) = CgroupPath::parse(prefix) else {
+            continue;
+        };
+        let children = match inner.host.cgroups().children(&parent) {
+            Ok(c) => c,
+            Err(e) if e.fault() == Fault::NotFound => continue,
+            Err(e) => return Err(e.into()),
+        };
+        for child in children {
+            match inner.host.resolve(&child.to_string()) {
+                Ok(c) => out.push(c),
+                Err(e) => tracing::debug!(cgroup = %child, error = %e, "skipped"),
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A container that is gone: its task stops, its units are free, its record goes.
+pub(super) async fn forget(inner: &Arc<Inner>, id: &str) {
+    let removed = inner.registry().entries.remove(id);
+    let Some(entry) = removed else {
+        return;
+    };
+    entry.cancel.cancel();
+    inner.update_gauges();
+    inner.events.send(Event {
+        unix_ms: now_ms(),
+        container: id.to_owned(),
+        kind: EventKind::Vanished,
+        state: Lifecycle::Discovered,
+        placement: None,
+        message: format!("{} vanished; forgotten", entry.record.name),
+    });
+    if let Err(e) = inner.persist().await {
+        tracing::error!(error = %e, "cannot write the state file");
+    }
+}
+
+/// inotify on the directories containers appear in. Without inotify (or with too many
+/// watches), discovery falls back to the periodic resync alone.
+struct Watcher {
+    fd: Option<AsyncFd<InotifyFd>>,
+}
+
+impl Watcher {
+    fn new(inner: &Inner) -> Self {
+        let fd = (|| {
+            let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok()?;
+            let root = inner.host.cgroups().root().to_path_buf();
+            let mut dirs: Vec<PathBuf> = vec![root.clone()];
+            // Where the runtimes put containers, on v1 (per-controller) and v2 alike.
+            for sub in [
+                "docker",
+                "system.slice",
+                "kubepods",
+                "kubepods.slice",
+                "machine.slice",
+                "lxc.payload",
+                "libpod_parent",
+            ] {
+                dirs.push(root.join(sub));
+            }
+            for c in &inner.config.containers.cgroups {
+                if let Ok(p) = CgroupPath::parse(c) {
+                    dirs.push(p.under(&root));
+                }
+            }
+            let flags =
+                AddWatchFlags::IN_CREATE | AddWatchFlags::IN_DELETE | AddWatchFlags::IN_ONLYDIR;
+            let mut any = false;
+            for d in dirs.iter().filter(|d| d.is_dir()) {
+                any |= inotify.add_watch(d.as_path(), flags).is_ok();
+            }
+            if !any {
+                return None;
+            }
+            // SAFETY: InotifyFd owns the inotify descriptor (an OwnedFd inside nix's Inotify),
+            // so it stays open and the same for as long as the AsyncFd holds it, and
+            // as_raw_fd always returns that one descriptor.
+            unsafe { AsyncFd::register(InotifyFd(inotify)) }.ok()
+        })();
+        if fd.is_none() {
+            tracing::warn!(
+                "no inotify on the cgroup tree: containers are found by periodic resync only"
+            );
+        }
+        Self { fd }
+    }
+
+    /// Resolves when something changed in a watched directory.
+    async fn changed(&mut self) {
+        let Some(fd) = &self.fd else {
+            return std::future::pending().await;
+        };
+        loop {
+            let Ok(mut guard) = fd.readable().await else {
+                return std::future::pending().await;
+            };
+            match guard.try_io(|inner| {
+                inner
+                    .get_ref()
+                    .0
+                    .read_events()
+                    .map_err(std::io::Error::from)
+            }) {
+                Ok(Ok(events)) if !events.is_empty() => return,
+                Ok(_) => continue,
+                Err(_would_block) => continue,
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Watcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watcher")
+            .field("inotify", &self.fd.is_some())
+            .finish()
+    }
+}
+
+/// AsyncFd wants `AsRawFd`; nix's Inotify offers `AsFd`.
+struct InotifyFd(Inotify);
+
+impl std::os::fd::AsRawFd for InotifyFd {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.0.as_fd().as_raw_fd()
+    }
+}

@@ -1,0 +1,309 @@
+//! An operator-supplied command that prints one number: the container's current rate
+//! ([`Kind::Gauge`], the default) or a running total ([`Kind::Counter`]).
+//!
+//! The command runs without a shell (pass `sh -c '…'` explicitly if one is wanted), with
+//! stdin closed, in its own process group, and within a time bound: on timeout the whole
+//! group is killed, so a hung script and the children it forked are both gone before the
+//! error is returned.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+use tokio::process::{Child, Command};
+use tokio::time::Instant;
+
+use super::source::{Kind, MetricSource, Reading, SourceError};
+
+/// Output kept for an error message.
+const SHOWN: usize = 200;
+/// Output read from each pipe: a number is a few bytes, and a runaway command must not
+/// fill the daemon's memory (it blocks on the full pipe instead, and times out).
+const READ_LIMIT: u64 = 64 << 10;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct CommandConfig {
+    /// Program and arguments.
+    pub argv: Vec<String>,
+    /// What the printed number means.
+    pub kind: Kind,
+    /// Bound on one run.
+    pub timeout: Duration,
+}
+
+/// Why the command gave no number.
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    /// No program was given.
+    #[error("the metric command is empty")]
+    Empty,
+    /// The program could not be started.
+    #[error("cannot start metric command {program:?}")]
+    Spawn {
+        /// The program.
+        program: String,
+        /// The spawn error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Waiting for or reading from the command failed.
+    #[error("lost track of metric command {program:?}")]
+    Wait {
+        /// The program.
+        program: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// It exited with a failure status.
+    #[error("metric command {program:?} failed ({status}); stderr: {stderr:?}")]
+    Failed {
+        /// The program.
+        program: String,
+        /// Exit status as the OS describes it.
+        status: String,
+        /// The start of its standard error.
+        stderr: String,
+    },
+    /// It ran longer than the bound and was killed.
+    #[error("metric command {program:?} ran longer than {timeout:?} and was killed")]
+    TimedOut {
+        /// The program.
+        program: String,
+        /// The bound.
+        timeout: Duration,
+    },
+    /// It printed something that is not one finite number.
+    #[error("metric command {program:?} printed {output:?}, not a number")]
+    NotANumber {
+        /// The program.
+        program: String,
+        /// The start of its standard output.
+        output: String,
+    },
+}
+
+/// A [`MetricSource`] that runs a command at each poll.
+#[derive(Debug)]
+pub struct CommandSource {
+    config: CommandConfig,
+}
+
+impl CommandSource {
+    /// Checks that there is a program to run; the first poll shows whether it works.
+    pub fn new(config: CommandConfig) -> Result<Self, CommandError> {
+        if config.argv.is_empty() {
+            return Err(CommandError::Empty);
+        }
+        Ok(Self { config })
+    }
+
+    fn program(&self) -> String {
+        self.config.argv.first().cloned().unwrap_or_default()
+    }
+
+    async fn run(&self) -> Result<f64, CommandError> {
+        let program = self.program();
+        let mut child = Command::new(&program)
+            .args(&self.config.argv[1..])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Its own group, so that a timeout kills what it forked as well.
+            .process_group(0)
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|source| CommandError::Spawn {
+                program: program.clone(),
+                source,
+            })?;
+        match tokio::time::timeout(self.config.timeout, collect(&mut child)).await {
+            Ok(Ok((status, stdout, stderr))) => {
+                if !status.success() {
+                    return Err(CommandError::Failed {
+                        program,
+                        status: status.to_string(),
+                        stderr: clip(&stderr),
+                    });
+                }
+                let text = stdout.trim();
+                match text.parse::<f64>() {
+                    Ok(v) if v.is_finite() => Ok(v),
+                    _ => Err(CommandError::NotANumber {
+                        program,
+                        output: clip(text),
+                    }),
+                }
+            }
+            Ok(Err(source)) => {
+                kill_group(&mut child).await;
+                Err(CommandError::Wait { program, source })
+            }
+            Err(_) => {
+                kill_group(&mut child).await;
+                Err(CommandError::TimedOut {
+                    program,
+                    timeout: self.config.timeout,
+                })
+            }
+        }
+    }
+}
+
+/// Reads both pipes to the end and waits for the exit status.
+async fn collect(child: &mut Child) -> std::io::Result<(std::process::ExitStatus, String, String)> {
+    let mut stdout = child.stdout.take();
+    let mut stderr = child.stderr.take();
+    let mut out = Vec::new();
+    let mut err = Vec::new();
+    let read_out = async {
+        if let Some(s) = stdout.as_mut() {
+            s.take(READ_LIMIT).read_to_end(&mut out).await?;
+        }
+        Ok::<_, std::io::Error>(())
+    };
+    let read_err = async {
+        if let Some(s) = stderr.as_mut() {
+            s.take(READ_LIMIT).read_to_end(&mut err).await?;
+        }
+        Ok::<_, std::io::Error>(())
+    };
+    let (r1, r2, status) = tokio::join!(read_out, read_err, child.wait());
+    r1?;
+    r2?;
+    Ok((
+        status?,
+        String::from_utf8_lossy(&out).into_owned(),
+        String::from_utf8_lossy(&err).into_owned(),
+    ))
+}
+
+/// Kills the command's process group and reaps the command.
+async fn kill_group(child: &mut Child) {
+    if let Some(pid) = child.id().and_then(|p| libc::pid_t::try_from(p).ok()) {
+        // SAFETY: kill(2) takes plain integers and touches no memory of ours. `-pid` names
+        // the group the child leads (process_group(0) above); the child is not reaped yet,
+        // so its pid, and hence the group id, cannot have been reused.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+    }
+    // Reap it; an error means it is already gone, which is what we want.
+    let _ = child.kill().await;
+}
+
+fn clip(text: &str) -> String {
+    text.chars().take(SHOWN).collect()
+}
+
+impl MetricSource for CommandSource {
+    fn describe(&self) -> String {
+        format!("command {}", self.config.argv.join(" "))
+    }
+
+    fn kind(&self) -> Kind {
+        self.config.kind
+    }
+
+    fn is_pulled(&self) -> bool {
+        true
+    }
+
+    async fn poll(&mut self) -> Result<Vec<Reading>, SourceError> {
+        let value = self.run().await?;
+        Ok(vec![Reading::new(Instant::now(), value)])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source(script: &str, timeout_ms: u64) -> CommandSource {
+        CommandSource::new(CommandConfig {
+            argv: vec!["sh".into(), "-c".into(), script.into()],
+            kind: Kind::Gauge,
+            timeout: Duration::from_millis(timeout_ms),
+        })
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_printed_number_is_a_reading() {
+        let got = source("echo ' 42.5 '", 5_000).poll().await.unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].value, 42.5);
+    }
+
+    #[tokio::test]
+    async fn failures_are_told_apart() {
+        let err = source("echo oops >&2; exit 3", 5_000)
+            .run()
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, CommandError::Failed { stderr, .. } if stderr.contains("oops")),
+            "{err:?}"
+        );
+        let err = source("echo fast", 5_000).run().await.unwrap_err();
+        assert!(matches!(&err, CommandError::NotANumber { output, .. } if output == "fast"));
+        let err = source("echo nan", 5_000).run().await.unwrap_err();
+        assert!(matches!(err, CommandError::NotANumber { .. }));
+        let err = CommandSource::new(CommandConfig {
+            argv: vec!["/nonexistent/placed-metric".into()],
+            kind: Kind::Gauge,
+            timeout: Duration::from_secs(1),
+        })
+        .unwrap()
+        .run()
+        .await
+        .unwrap_err();
+        assert!(matches!(err, CommandError::Spawn { .. }));
+        assert!(matches!(
+            CommandSource::new(CommandConfig {
+                argv: vec![],
+                kind: Kind::Gauge,
+                timeout: Duration::from_secs(1),
+            }),
+            Err(CommandError::Empty)
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_hanging_command_is_killed_with_its_children() {
+        // The shell forks a sleep that would outlive a plain kill of the shell and keep the
+        // pipe open. It writes its pid first so the test can check it is gone.
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("pid");
+        let script = format!("sleep 300 & echo $! > {}; wait", pidfile.display());
+        let err = source(&script, 1_000).run().await.unwrap_err();
+        assert!(matches!(err, CommandError::TimedOut { .. }), "{err:?}");
+        let pid: i32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        // SIGKILL is delivered asynchronously, and the dead grandchild may linger as a
+        // zombie until init reaps it: wait (boundedly) for it to stop running.
+        let state = || {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| {
+                    s.rsplit_once(") ")
+                        .and_then(|(_, rest)| rest.chars().next())
+                })
+        };
+        for _ in 0..250 {
+            if matches!(state(), None | Some('Z' | 'X')) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let state = state();
+        assert!(
+            matches!(state, None | Some('Z' | 'X')),
+            "sleep {pid} still runs: {state:?}"
+        );
+    }
+}

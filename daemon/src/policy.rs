@@ -1,0 +1,474 @@
+//! Placement policies (DESIGN.md §3.5; thesis §2.5.1): pure decisions from the important
+//! placements, the model's predictions and the free allocation units to a target placement,
+//! and whether a move is worth its migration.
+
+use crate::cpuset::{CpuSet, NodeSet};
+use crate::machine::{Machine, Scope};
+use crate::placement::{Placement, PlacementError, PlacementSet, instantiate};
+
+/// How a container's placement is chosen.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Policy {
+    /// Observe and predict, never move.
+    Observe,
+    /// Fewest units whose predicted performance is at least `goal` x baseline.
+    Model { goal: f64 },
+    /// The whole machine, reserved, unpinned (one container per machine).
+    Conservative,
+    /// Unpinned, nothing reserved: the kernel's scheduler decides.
+    Aggressive,
+    /// The fewest units that hold the container, best interconnect first.
+    SmartAggressive,
+    /// One placement, by id.
+    Pinned { placement: String },
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PolicyError {
+    #[error(
+        "unknown policy {name:?}: expected observe, model, conservative, aggressive, smart-aggressive or pinned:<placement id>"
+    )]
+    Unknown { name: String },
+    #[error("goal {goal} is outside (0, 2]: it is the fraction of baseline performance to keep")]
+    Goal { goal: f64 },
+    #[error("placement {id:?} is not an important placement for {v} vCPUs on this machine")]
+    UnknownPlacement { id: String, v: usize },
+    #[error("the model policy needs a prediction, and there is none for this container yet")]
+    NoPrediction,
+    #[error("no free allocation units can hold {what}: {free} of {total} units are free")]
+    NoRoom {
+        what: String,
+        free: usize,
+        total: usize,
+    },
+    #[error(transparent)]
+    Placement(#[from] PlacementError),
+}
+
+impl PolicyError {
+    /// True when the request itself is wrong (INVALID_ARGUMENT), false when the state of
+    /// the machine or the container prevents it (FAILED_PRECONDITION).
+    pub fn is_bad_request(&self) -> bool {
+        matches!(
+            self,
+            Self::Unknown { .. } | Self::Goal { .. } | Self::UnknownPlacement { .. }
+        )
+    }
+}
+
+impl Policy {
+    /// Parses `observe`, `model`, `conservative`, `aggressive`, `smart-aggressive`,
+    /// `pinned:<id>`; `goal` applies to the model policy.
+    pub fn parse(name: &str, goal: f64) -> Result<Self, PolicyError> {
+        let p = match name {
+            "observe" | "none" => Self::Observe,
+            "model" => Self::Model { goal },
+            "conservative" => Self::Conservative,
+            "aggressive" => Self::Aggressive,
+            "smart-aggressive" => Self::SmartAggressive,
+            other => match other.strip_prefix("pinned:") {
+                Some(id) if !id.is_empty() => Self::Pinned {
+                    placement: id.to_owned(),
+                },
+                _ => {
+                    return Err(PolicyError::Unknown {
+                        name: name.to_owned(),
+                    });
+                }
+            },
+        };
+        p.validate()?;
+        Ok(p)
+    }
+
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        match self {
+            Self::Model { goal } if !(*goal > 0.0 && *goal <= 2.0) => {
+                Err(PolicyError::Goal { goal: *goal })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    pub fn name(&self) -> String {
+        match self {
+            Self::Observe => "observe".into(),
+            Self::Model { goal } => format!("model (goal {goal})"),
+            Self::Conservative => "conservative".into(),
+            Self::Aggressive => "aggressive".into(),
+            Self::SmartAggressive => "smart-aggressive".into(),
+            Self::Pinned { placement } => format!("pinned:{placement}"),
+        }
+    }
+}
+
+/// A prediction as policies need it: performance relative to baseline, per placement id.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Predicted {
+    pub placement: String,
+    pub relative: f64,
+    pub spread: f64,
+}
+
+/// Where a policy puts a container.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Target {
+    /// The important placement, or `None` for unpinned (all usable PUs and nodes).
+    pub placement: Option<String>,
+    /// Units reserved for the container (empty when nothing is reserved).
+    pub units: Vec<usize>,
+    pub cpus: CpuSet,
+    pub mems: NodeSet,
+    pub predicted: Option<f64>,
+    pub reason: String,
+}
+
+/// What a decision needs to know.
+#[derive(Debug)]
+pub struct Situation<'a> {
+    pub machine: &'a Machine,
+    pub placements: &'a PlacementSet,
+    /// Units the container may use: the free ones plus its own.
+    pub available: &'a [usize],
+    pub predictions: Option<&'a [Predicted]>,
+}
+
+/// The target a policy chooses, or `None` for [`Policy::Observe`].
+pub fn decide(policy: &Policy, s: &Situation<'_>) -> Result<Option<Target>, PolicyError> {
+    policy.validate()?;
+    let m = s.machine;
+    let v = s.placements.vcpus;
+    let no_room = |what: String| PolicyError::NoRoom {
+        what,
+        free: s.available.len(),
+        total: m.units.len(),
+    };
+    let whole_machine = |reason: String, units: Vec<usize>| Target {
+        placement: None,
+        units,
+        cpus: m.pus.usable.clone(),
+        mems: m
+            .units
+            .iter()
+            .fold(NodeSet::new(), |acc, u| acc.union(&u.mems)),
+        predicted: None,
+        reason,
+    };
+    let predicted_of = |id: &str| {
+        s.predictions
+            .and_then(|ps| ps.iter().find(|p| p.placement == id).map(|p| p.relative))
+    };
+    let place = |p: &Placement, reason: String| -> Result<Option<Target>, PolicyError> {
+        Ok(instantiate(m, v, p, s.available)?.map(|inst| Target {
+            placement: Some(inst.id.clone()),
+            predicted: predicted_of(&inst.id),
+            units: inst.units,
+            cpus: inst.cpus,
+            mems: inst.mems,
+            reason,
+        }))
+    };
+    match policy {
+        Policy::Observe => Ok(None),
+        Policy::Aggressive => Ok(Some(whole_machine(
+            "aggressive: unpinned, the scheduler decides".into(),
+            Vec::new(),
+        ))),
+        Policy::Conservative => {
+            let all: Vec<usize> = (0..m.units.len()).collect();
+            if all.iter().all(|u| s.available.contains(u)) {
+                Ok(Some(whole_machine(
+                    "conservative: the whole machine, reserved".into(),
+                    all,
+                )))
+            } else {
+                Err(no_room("the whole machine (conservative)".into()))
+            }
+        }
+        Policy::Pinned { placement } => {
+            let p = s
+                .placements
+                .get(placement)
+                .ok_or_else(|| PolicyError::UnknownPlacement {
+                    id: placement.clone(),
+                    v,
+                })?;
+            place(p, format!("pinned to {placement}"))?
+                .map(Some)
+                .ok_or_else(|| no_room(format!("placement {placement}")))
+        }
+        Policy::SmartAggressive => {
+            // Fewest units first; among those, the best filterable scores (interconnect).
+            let mut order: Vec<&Placement> = s.placements.placements.iter().collect();
+            order.sort_by_key(|p| (p.units.len(), std::cmp::Reverse(filterable_sum(m, p))));
+            let min_units = order.first().map_or(0, |p| p.units.len());
+            for p in order.iter().filter(|p| p.units.len() == min_units) {
+                if let Some(mut t) = place(
+                    p,
+                    format!(
+                        "smart-aggressive: the fewest units ({min_units}) with the best interconnect"
+                    ),
+                )? {
+                    // Pinned to the units, unpinned within them.
+                    t.cpus = t
+                        .units
+                        .iter()
+                        .fold(CpuSet::new(), |acc, &u| acc.union(&m.units[u].cpus));
+                    return Ok(Some(t));
+                }
+            }
+            Err(no_room(format!("{min_units} units (smart-aggressive)")))
+        }
+        Policy::Model { goal } => {
+            let preds = s.predictions.ok_or(PolicyError::NoPrediction)?;
+            let mut candidates: Vec<(&Placement, f64)> = s
+                .placements
+                .placements
+                .iter()
+                .filter_map(|p| predicted_of(&p.id).map(|r| (p, r)))
+                .collect();
+            if candidates.is_empty() || preds.is_empty() {
+                return Err(PolicyError::NoPrediction);
+            }
+            // Fewest units meeting the goal, then the highest prediction.
+            candidates.sort_by(|a, b| {
+                a.0.units
+                    .len()
+                    .cmp(&b.0.units.len())
+                    .then(b.1.total_cmp(&a.1))
+            });
+            for (p, r) in candidates.iter().filter(|(_, r)| *r >= *goal) {
+                if let Some(t) = place(
+                    p,
+                    format!(
+                        "model: fewest units ({}) predicted at {:.2} x baseline, goal {goal}",
+                        p.units.len(),
+                        r
+                    ),
+                )? {
+                    return Ok(Some(t));
+                }
+            }
+            // Nothing meets the goal where there is room: the best prediction that fits.
+            candidates.sort_by(|a, b| b.1.total_cmp(&a.1));
+            for (p, r) in &candidates {
+                if let Some(t) = place(
+                    p,
+                    format!(
+                        "model: no free placement keeps {goal} x baseline; best predicted is {r:.2}"
+                    ),
+                )? {
+                    return Ok(Some(t));
+                }
+            }
+            Err(no_room("any predicted placement".into()))
+        }
+    }
+}
+
+fn filterable_sum(m: &Machine, p: &Placement) -> i64 {
+    m.concerns
+        .iter()
+        .zip(&p.scores)
+        .filter(|(c, _)| c.filterable() && !matches!(c.scope, Scope::Below { .. }))
+        .map(|(_, &s)| s)
+        .sum()
+}
+
+/// Whether moving from the current placement to the target pays for itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MoveDecision {
+    pub worth_it: bool,
+    pub reason: String,
+}
+
+/// A move pays when it frees units, or when the predicted gain over the horizon exceeds the
+/// time the migration takes (memory to move over the migration bandwidth).
+pub fn worth_moving(
+    current_units: usize,
+    current_predicted: Option<f64>,
+    target: &Target,
+    memory_bytes: u64,
+    migration_bytes_per_s: f64,
+    horizon_s: f64,
+) -> MoveDecision {
+    let migration_s = if migration_bytes_per_s > 0.0 {
+        memory_bytes as f64 / migration_bytes_per_s
+    } else {
+        f64::INFINITY
+    };
+    if !target.units.is_empty() && target.units.len() < current_units {
+        return MoveDecision {
+            worth_it: true,
+            reason: format!(
+                "frees {} allocation units (migration about {migration_s:.1} s)",
+                current_units - target.units.len()
+            ),
+        };
+    }
+    match (current_predicted, target.predicted) {
+        (Some(now), Some(then)) if now > 0.0 => {
+            let gain = (then - now) / now;
+            let worth_it = gain * horizon_s > migration_s;
+            MoveDecision {
+                worth_it,
+                reason: format!(
+                    "predicted gain {:+.1}% over {horizon_s:.0} s {} migration of about {migration_s:.1} s",
+                    gain * 100.0,
+                    if worth_it {
+                        "outweighs"
+                    } else {
+                        "does not outweigh"
+                    }
+                ),
+            }
+        }
+        _ => MoveDecision {
+            worth_it: true,
+            reason: "no prediction to weigh against the migration: policy decides".into(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::tests::xml;
+    use crate::placement::important_placements;
+
+    fn opteron() -> (Machine, PlacementSet) {
+        let m = xml("hwloc-xml/x86+linux-64amd64-4p2n4ca2co.xml");
+        let set = important_placements(&m, 16).unwrap();
+        (m, set)
+    }
+
+    #[test]
+    fn parses_names_and_refuses_bad_goals() {
+        assert_eq!(Policy::parse("model", 0.9), Ok(Policy::Model { goal: 0.9 }));
+        assert_eq!(
+            Policy::parse("pinned:numa2", 0.9),
+            Ok(Policy::Pinned {
+                placement: "numa2".into()
+            })
+        );
+        assert!(matches!(
+            Policy::parse("model", 2.5),
+            Err(PolicyError::Goal { .. })
+        ));
+        assert!(matches!(
+            Policy::parse("model", 0.0),
+            Err(PolicyError::Goal { .. })
+        ));
+        assert!(matches!(
+            Policy::parse("greedy", 0.9),
+            Err(PolicyError::Unknown { .. })
+        ));
+    }
+
+    #[test]
+    fn model_policy_takes_the_fewest_units_meeting_the_goal() {
+        let (m, set) = opteron();
+        let predictions: Vec<Predicted> = set
+            .placements
+            .iter()
+            .map(|p| Predicted {
+                placement: p.id.clone(),
+                // Two nodes lose 30%, four lose 5%, eight are the baseline.
+                relative: match p.units.len() {
+                    2 => 0.7,
+                    4 => 0.95 + (p.scores[3] as f64) / 1e6,
+                    _ => 1.0,
+                },
+                spread: 0.01,
+            })
+            .collect();
+        let all: Vec<usize> = (0..8).collect();
+        let s = Situation {
+            machine: &m,
+            placements: &set,
+            available: &all,
+            predictions: Some(&predictions),
+        };
+        let t = decide(&Policy::Model { goal: 0.9 }, &s).unwrap().unwrap();
+        assert_eq!(t.units.len(), 4);
+        assert_eq!(t.placement.as_deref(), Some("numa4-package2-l2x8-ic2.759"));
+        let t = decide(&Policy::Model { goal: 0.6 }, &s).unwrap().unwrap();
+        assert_eq!(t.units.len(), 2);
+        // With only units 0-1 free, the goal of 0.9 cannot be met: best that fits.
+        let s2 = Situation {
+            available: &[0, 1],
+            ..s
+        };
+        let t = decide(&Policy::Model { goal: 0.9 }, &s2).unwrap().unwrap();
+        assert_eq!(t.units, vec![0, 1]);
+        assert!(t.reason.contains("no free placement keeps"), "{}", t.reason);
+    }
+
+    #[test]
+    fn other_policies() {
+        let (m, set) = opteron();
+        let all: Vec<usize> = (0..8).collect();
+        let s = Situation {
+            machine: &m,
+            placements: &set,
+            available: &all,
+            predictions: None,
+        };
+        assert_eq!(decide(&Policy::Observe, &s).unwrap(), None);
+        let t = decide(&Policy::Conservative, &s).unwrap().unwrap();
+        assert_eq!(t.units.len(), 8);
+        assert_eq!(t.cpus.len(), 64);
+        let t = decide(&Policy::Aggressive, &s).unwrap().unwrap();
+        assert!(t.units.is_empty());
+        let t = decide(&Policy::SmartAggressive, &s).unwrap().unwrap();
+        assert_eq!(t.units.len(), 2);
+        assert_eq!(t.cpus.len(), 16);
+        assert!(matches!(
+            decide(&Policy::Model { goal: 0.9 }, &s),
+            Err(PolicyError::NoPrediction)
+        ));
+        let busy = Situation {
+            available: &[0, 1, 2],
+            ..s
+        };
+        assert!(matches!(
+            decide(&Policy::Conservative, &busy),
+            Err(PolicyError::NoRoom { .. })
+        ));
+        assert!(matches!(
+            decide(
+                &Policy::Pinned {
+                    placement: "numa9".into()
+                },
+                &s
+            ),
+            Err(PolicyError::UnknownPlacement { .. })
+        ));
+    }
+
+    #[test]
+    fn moves_pay_for_themselves() {
+        let t = Target {
+            placement: Some("x".into()),
+            units: vec![0, 1],
+            cpus: CpuSet::new(),
+            mems: NodeSet::new(),
+            predicted: Some(1.10),
+            reason: String::new(),
+        };
+        // Same units, 10% gain over 600 s against 1 GiB at 1 GiB/s: worth it.
+        let d = worth_moving(2, Some(1.0), &t, 1 << 30, (1u64 << 30) as f64, 600.0);
+        assert!(d.worth_it, "{}", d.reason);
+        // 0.1% gain against 100 s of migration: not worth it.
+        let t2 = Target {
+            predicted: Some(1.001),
+            ..t.clone()
+        };
+        let d = worth_moving(2, Some(1.0), &t2, 100 << 30, (1u64 << 30) as f64, 60.0);
+        assert!(!d.worth_it, "{}", d.reason);
+        // Freeing units always pays.
+        let d = worth_moving(4, Some(1.0), &t2, 100 << 30, (1u64 << 30) as f64, 60.0);
+        assert!(d.worth_it);
+    }
+}

@@ -1,0 +1,143 @@
+//! Domain values to placed.v1 messages and back. Nothing below the service sees protobuf.
+
+use placed_proto::v1 as pb;
+
+use crate::machine::{InterconnectSource, Machine, Scope};
+use crate::placement::PlacementSet;
+use crate::policy::Policy;
+use crate::state::Lifecycle;
+
+pub fn machine(m: &Machine) -> pb::Machine {
+    pb::Machine {
+        fingerprint: m.fingerprint().to_owned(),
+        source: m.source.clone(),
+        cpu_model: m.cpu_model.clone().unwrap_or_default(),
+        usable_pus: m.pus.usable.to_string(),
+        allocation_unit: m.unit_level().name.clone(),
+        units: m
+            .units
+            .iter()
+            .map(|u| pb::Unit {
+                cpus: u.cpus.to_string(),
+                mems: u.mems.to_string(),
+            })
+            .collect(),
+        concerns: m
+            .concerns
+            .iter()
+            .map(|c| {
+                let (lo, hi) = c.capacity.unwrap_or((0, 0));
+                pb::Concern {
+                    name: c.name.clone(),
+                    title: c.title.clone(),
+                    scope: match c.scope {
+                        Scope::Unit { .. } => "unit",
+                        Scope::Above { .. } => "above",
+                        Scope::Below { .. } => "below",
+                        Scope::Interconnect => "interconnect",
+                        Scope::NodeWeights { .. } => "node_weights",
+                    }
+                    .into(),
+                    count: u32::try_from(c.count).unwrap_or(u32::MAX),
+                    capacity_min: u32::try_from(lo).unwrap_or(u32::MAX),
+                    capacity_max: u32::try_from(hi).unwrap_or(u32::MAX),
+                    lower_cost: c.lower_cost,
+                    lower_can_raise_perf: c.lower_can_raise_perf,
+                    score: c.score.clone(),
+                }
+            })
+            .collect(),
+        interconnect: match &m.interconnect.source {
+            InterconnectSource::Distances { matrix } => format!("distances ({matrix})"),
+            InterconnectSource::Uniform => "uniform (no distance matrix)".into(),
+            InterconnectSource::Measured { unit } => format!("measured ({unit})"),
+        },
+        notes: m.notes.clone(),
+    }
+}
+
+pub fn placements(set: &PlacementSet) -> pb::ListPlacementsResponse {
+    let (exact, bound) = match &set.search {
+        crate::placement::Search::Exact { .. } => (true, String::new()),
+        crate::placement::Search::Bounded { bound } => (false, bound.clone()),
+    };
+    pb::ListPlacementsResponse {
+        vcpus: u32::try_from(set.vcpus).unwrap_or(u32::MAX),
+        concerns: set.concerns.clone(),
+        placements: set
+            .placements
+            .iter()
+            .map(|p| pb::Placement {
+                id: p.id.clone(),
+                units: p
+                    .units
+                    .iter()
+                    .map(|&u| u32::try_from(u).unwrap_or(u32::MAX))
+                    .collect(),
+                cpus: p.cpus.to_string(),
+                mems: p.mems.to_string(),
+                scores: p.scores.iter().map(|&s| s as f64 / 1000.0).collect(),
+            })
+            .collect(),
+        exact,
+        bound,
+        fingerprint: set.fingerprint.clone(),
+    }
+}
+
+pub fn state(s: Lifecycle) -> pb::ContainerState {
+    match s {
+        Lifecycle::Discovered => pb::ContainerState::Discovered,
+        Lifecycle::Baseline => pb::ContainerState::Baseline,
+        Lifecycle::Probe => pb::ContainerState::Probe,
+        Lifecycle::Predicted => pb::ContainerState::Predicted,
+        Lifecycle::Placed => pb::ContainerState::Placed,
+        Lifecycle::Watched => pb::ContainerState::Watched,
+        Lifecycle::Waiting => pb::ContainerState::Waiting,
+        Lifecycle::Migrating => pb::ContainerState::Migrating,
+        Lifecycle::Failed => pb::ContainerState::Failed,
+    }
+}
+
+pub fn policy_to_pb(p: &Policy) -> pb::Policy {
+    let (kind, goal, placement_id) = match p {
+        Policy::Observe => (pb::PolicyKind::Unspecified, 0.0, String::new()),
+        Policy::Model { goal } => (pb::PolicyKind::Model, *goal, String::new()),
+        Policy::Conservative => (pb::PolicyKind::Conservative, 0.0, String::new()),
+        Policy::Aggressive => (pb::PolicyKind::Aggressive, 0.0, String::new()),
+        Policy::SmartAggressive => (pb::PolicyKind::SmartAggressive, 0.0, String::new()),
+        Policy::Pinned { placement } => (pb::PolicyKind::Pinned, 0.0, placement.clone()),
+    };
+    pb::Policy {
+        kind: kind as i32,
+        goal,
+        placement_id,
+    }
+}
+
+/// A policy from a request; `None` when the request leaves it unset. Goals are checked by
+/// [`Policy::validate`], so an out-of-range goal is INVALID_ARGUMENT, not a silent default.
+pub fn policy_from_pb(p: Option<&pb::Policy>, default_goal: f64) -> Result<Option<Policy>, String> {
+    let Some(p) = p else { return Ok(None) };
+    let kind =
+        pb::PolicyKind::try_from(p.kind).map_err(|_| format!("unknown policy kind {}", p.kind))?;
+    let policy = match kind {
+        pb::PolicyKind::Unspecified => return Ok(None),
+        pb::PolicyKind::Model => Policy::Model {
+            goal: if p.goal == 0.0 { default_goal } else { p.goal },
+        },
+        pb::PolicyKind::Conservative => Policy::Conservative,
+        pb::PolicyKind::Aggressive => Policy::Aggressive,
+        pb::PolicyKind::SmartAggressive => Policy::SmartAggressive,
+        pb::PolicyKind::Pinned => {
+            if p.placement_id.is_empty() {
+                return Err("a pinned policy needs a placement_id".into());
+            }
+            Policy::Pinned {
+                placement: p.placement_id.clone(),
+            }
+        }
+    };
+    policy.validate().map_err(|e| e.to_string())?;
+    Ok(Some(policy))
+}

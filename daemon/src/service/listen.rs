@@ -1,0 +1,116 @@
+//! The daemon's listeners: a Unix socket by default (mode and group from the config), and
+//! TCP with TLS, optionally requiring client certificates, for remote orchestrators.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use tonic::transport::{Certificate, Identity, ServerTlsConfig};
+
+use crate::config::{Config, TlsConfig};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ListenError {
+    #[error("another placed is already listening on {path}; stop it first")]
+    InUse { path: PathBuf },
+    #[error("cannot listen on {path}: {source}")]
+    Bind {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot set permissions {mode:o} on {path}: {source}")]
+    Mode {
+        path: PathBuf,
+        mode: u32,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("socket group {group:?} does not exist; create it or unset grpc.socket_group")]
+    NoGroup { group: String },
+    #[error("cannot give {path} to group {group:?}: {source}")]
+    Chown {
+        path: PathBuf,
+        group: String,
+        #[source]
+        source: nix::Error,
+    },
+    #[error("cannot read TLS file {path}: {source}")]
+    TlsFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot listen on {addr}: {source}")]
+    Tcp {
+        addr: std::net::SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Binds the Unix socket. A socket file left by a daemon that died is removed; one that
+/// still answers belongs to a running daemon, which is an error.
+pub async fn bind_unix(config: &Config) -> Result<tokio::net::UnixListener, ListenError> {
+    let path = &config.grpc.socket;
+    if path.exists() {
+        match tokio::net::UnixStream::connect(path).await {
+            Ok(_) => return Err(ListenError::InUse { path: path.clone() }),
+            Err(_) => {
+                let _ = std::fs::remove_file(path);
+            }
+        }
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|source| ListenError::Bind {
+            path: path.clone(),
+            source,
+        })?;
+    }
+    let listener = tokio::net::UnixListener::bind(path).map_err(|source| ListenError::Bind {
+        path: path.clone(),
+        source,
+    })?;
+    let mode = config.socket_mode();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(|source| {
+        ListenError::Mode {
+            path: path.clone(),
+            mode,
+            source,
+        }
+    })?;
+    if let Some(group) = &config.grpc.socket_group {
+        let gid = nix::unistd::Group::from_name(group)
+            .ok()
+            .flatten()
+            .ok_or_else(|| ListenError::NoGroup {
+                group: group.clone(),
+            })?
+            .gid;
+        nix::unistd::chown(path.as_path(), None, Some(gid)).map_err(|source| {
+            ListenError::Chown {
+                path: path.clone(),
+                group: group.clone(),
+                source,
+            }
+        })?;
+    }
+    Ok(listener)
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, ListenError> {
+    std::fs::read(path).map_err(|source| ListenError::TlsFile {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// The server's TLS configuration: its identity, and the CA clients must be signed by when
+/// client certificates are required.
+pub fn server_tls(tls: &TlsConfig) -> Result<ServerTlsConfig, ListenError> {
+    let identity = Identity::from_pem(read(&tls.cert)?, read(&tls.key)?);
+    let mut cfg = ServerTlsConfig::new().identity(identity);
+    if let Some(ca) = &tls.client_ca {
+        cfg = cfg.client_ca_root(Certificate::from_pem(read(ca)?));
+    }
+    Ok(cfg)
+}

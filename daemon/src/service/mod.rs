@@ -1,0 +1,161 @@
+//! The gRPC service (placed.v1) with standard health and reflection, on a Unix socket and
+//! optionally on TCP with TLS.
+//!
+//! Handlers ([`api`]) convert requests into [`crate::lifecycle::Daemon`] calls; nothing
+//! below them sees tonic types. Health reports NOT_SERVING until the daemon has restored
+//! its state, so probes and orchestrators wait instead of failing.
+
+mod api;
+mod convert;
+pub mod listen;
+
+use placed_proto::v1::placed_server::PlacedServer;
+use tokio_util::sync::CancellationToken;
+use tonic::transport::{Server, ServerTlsConfig};
+use tonic_health::ServingStatus;
+use tonic_health::server::HealthReporter;
+
+pub use api::{Api, status_of};
+pub use convert::{policy_from_pb, policy_to_pb};
+
+/// The service name health reports under (and "" for the whole server).
+pub const SERVICE: &str = "placed.v1.Placed";
+
+/// Everything being served, before and after the daemon is ready.
+#[derive(Debug, Clone)]
+pub struct Serving {
+    pub api: Api,
+    health: HealthReporter,
+}
+
+impl Serving {
+    /// Marks the daemon ready: the API answers and health says SERVING.
+    pub async fn ready(&self, daemon: crate::lifecycle::Daemon) {
+        self.api.ready(daemon);
+        self.health
+            .set_service_status(SERVICE, ServingStatus::Serving)
+            .await;
+        self.health
+            .set_service_status("", ServingStatus::Serving)
+            .await;
+    }
+
+    pub async fn stopping(&self) {
+        self.health
+            .set_service_status(SERVICE, ServingStatus::NotServing)
+            .await;
+        self.health
+            .set_service_status("", ServingStatus::NotServing)
+            .await;
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("gRPC server on {what}: {source}")]
+    Transport {
+        what: String,
+        #[source]
+        source: tonic::transport::Error,
+    },
+    #[error("reflection service: {0}")]
+    Reflection(String),
+}
+
+/// Serves on the Unix listener and, when given, on TCP with TLS, until `shutdown`.
+pub async fn serve(
+    unix: tokio::net::UnixListener,
+    tcp: Option<(tokio::net::TcpListener, ServerTlsConfig)>,
+    shutdown: CancellationToken,
+) -> Result<(Serving, ServeHandle), ServeError> {
+    let (health, health_service) = tonic_health::server::health_reporter();
+    health
+        .set_service_status(SERVICE, ServingStatus::NotServing)
+        .await;
+    health
+        .set_service_status("", ServingStatus::NotServing)
+        .await;
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(placed_proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()
+        .map_err(|e| ServeError::Reflection(e.to_string()))?;
+    let api = Api::default();
+    let serving = Serving {
+        api: api.clone(),
+        health,
+    };
+
+    let router = Server::builder()
+        .add_service(health_service.clone())
+        .add_service(reflection.clone())
+        .add_service(PlacedServer::new(api.clone()));
+    let unix_stream = tokio_stream::wrappers::UnixListenerStream::new(unix);
+    let stop = shutdown.clone();
+    let unix_task = tokio::spawn(async move {
+        router
+            .serve_with_incoming_shutdown(unix_stream, stop.cancelled_owned())
+            .await
+            .map_err(|source| ServeError::Transport {
+                what: "the Unix socket".into(),
+                source,
+            })
+    });
+    let tcp_task = match tcp {
+        None => None,
+        Some((listener, tls)) => {
+            let addr = listener
+                .local_addr()
+                .map(|a| a.to_string())
+                .unwrap_or_default();
+            let mut builder =
+                Server::builder()
+                    .tls_config(tls)
+                    .map_err(|source| ServeError::Transport {
+                        what: format!("TCP {addr}"),
+                        source,
+                    })?;
+            let router = builder
+                .add_service(health_service)
+                .add_service(reflection)
+                .add_service(PlacedServer::new(api));
+            let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+            let stop = shutdown.clone();
+            Some(tokio::spawn(async move {
+                router
+                    .serve_with_incoming_shutdown(incoming, stop.cancelled_owned())
+                    .await
+                    .map_err(|source| ServeError::Transport {
+                        what: format!("TCP {addr}"),
+                        source,
+                    })
+            }))
+        }
+    };
+    Ok((
+        serving,
+        ServeHandle {
+            tasks: std::iter::once(unix_task).chain(tcp_task).collect(),
+        },
+    ))
+}
+
+/// The running servers.
+#[derive(Debug)]
+pub struct ServeHandle {
+    tasks: Vec<tokio::task::JoinHandle<Result<(), ServeError>>>,
+}
+
+impl ServeHandle {
+    /// Waits until every server has stopped; the first error, if any.
+    pub async fn wait(self) -> Result<(), ServeError> {
+        let mut first = Ok(());
+        for t in self.tasks {
+            match t.await {
+                Ok(Err(e)) if first.is_ok() => first = Err(e),
+                _ => {}
+            }
+        }
+        first
+    }
+}

@@ -1,0 +1,202 @@
+//! What the daemon decided, kept across restarts (DESIGN.md §3.7).
+//!
+//! A restarted daemon adopts the containers it finds where this file says they are,
+//! instead of measuring and moving them again; a container caught mid-migration is put back
+//! on a whole, non-empty cpuset and thawed. The file format is versioned independently of
+//! the crate, carries a checksum over its exact bytes, and is written atomically
+//! ([`store`]).
+
+mod store;
+
+use serde::{Deserialize, Serialize};
+
+use crate::cpuset::{CpuSet, NodeSet};
+use crate::observe::SourceSpec;
+use crate::policy::Policy;
+
+pub use store::{STATE_VERSION, StateError, StateStore};
+
+/// Everything persisted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct State {
+    pub written_unix_ms: i64,
+    /// The machine class this state was written on; a different class refuses to start.
+    pub fingerprint: String,
+    pub containers: Vec<ContainerRecord>,
+}
+
+/// Where a container's tasks may run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cpuset {
+    pub cpus: CpuSet,
+    pub mems: NodeSet,
+}
+
+/// A placement a container was given.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Assigned {
+    /// The important placement's id, or `None` when unpinned.
+    pub placement: Option<String>,
+    /// Allocation units reserved for the container.
+    pub units: Vec<usize>,
+    pub cpus: CpuSet,
+    pub mems: NodeSet,
+}
+
+/// A migration that had started when the file was written: a daemon that finds one at
+/// start-up thaws the container and settles it on one whole cpuset, `from` or `to`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Migration {
+    pub from: Cpuset,
+    pub to: Assigned,
+    pub started_unix_ms: i64,
+    /// Whether the container may have been frozen for it (fast mode).
+    pub frozen: bool,
+}
+
+/// One measured placement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ObservationRecord {
+    pub placement: String,
+    /// Median of the kept windows and its interval, in the source's unit.
+    pub value: f64,
+    pub low: f64,
+    pub high: f64,
+    pub source: String,
+    pub windows: usize,
+    pub dropped: usize,
+}
+
+/// Predicted performance in one placement, relative to the baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PredictedRecord {
+    pub placement: String,
+    pub relative: f64,
+    pub spread: f64,
+    /// Measured (baseline, probe) rather than predicted.
+    pub measured: bool,
+}
+
+/// A container's last prediction and what it came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PredictionRecord {
+    pub model_id: String,
+    pub model_path: String,
+    pub provenance: placed_models::Provenance,
+    pub vcpus: usize,
+    pub baseline: String,
+    pub probe: String,
+    pub observations: Vec<ObservationRecord>,
+    pub placements: Vec<PredictedRecord>,
+    /// Novelty, simulated training data, inconclusive comparisons.
+    pub warnings: Vec<String>,
+    pub unix_ms: i64,
+}
+
+impl PredictionRecord {
+    pub fn relative(&self, placement: &str) -> Option<f64> {
+        self.placements
+            .iter()
+            .find(|p| p.placement == placement)
+            .map(|p| p.relative)
+    }
+
+    /// The baseline's absolute performance, to turn relative predictions into expectations.
+    pub fn baseline_value(&self) -> Option<f64> {
+        self.observations
+            .iter()
+            .find(|o| o.placement == self.baseline)
+            .map(|o| o.value)
+    }
+}
+
+/// The lifecycle states (DESIGN.md §3.7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Lifecycle {
+    Discovered,
+    Baseline,
+    Probe,
+    Predicted,
+    Placed,
+    Watched,
+    /// Left where it is; the record's detail says why (no model, no metric, no room).
+    Waiting,
+    Migrating,
+    Failed,
+}
+
+impl Lifecycle {
+    pub const ALL: [Lifecycle; 9] = [
+        Self::Discovered,
+        Self::Baseline,
+        Self::Probe,
+        Self::Predicted,
+        Self::Placed,
+        Self::Watched,
+        Self::Waiting,
+        Self::Migrating,
+        Self::Failed,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Discovered => "discovered",
+            Self::Baseline => "baseline",
+            Self::Probe => "probe",
+            Self::Predicted => "predicted",
+            Self::Placed => "placed",
+            Self::Watched => "watched",
+            Self::Waiting => "waiting",
+            Self::Migrating => "migrating",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+/// Where the vCPU count came from, in order of precedence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VcpuSource {
+    Request,
+    Quota,
+    Cpuset,
+}
+
+/// One container placed knows of.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContainerRecord {
+    /// The cgroup path in the cpuset hierarchy (`/docker/3f2a...`): the stable key.
+    pub id: String,
+    /// What people call it: the runtime's name, else a short id.
+    pub name: String,
+    pub runtime: String,
+    /// The runtime's own id (64 hex digits for Docker), for resolving it again.
+    pub runtime_id: String,
+    pub vcpus: usize,
+    pub vcpus_source: VcpuSource,
+    pub policy: Policy,
+    pub state: Lifecycle,
+    #[serde(default)]
+    pub detail: String,
+    /// The cpuset the container had before placed first changed it.
+    pub original: Option<Cpuset>,
+    pub assigned: Option<Assigned>,
+    pub migration: Option<Migration>,
+    /// Where to put the container back after measuring it elsewhere for an on-demand
+    /// prediction (set only while such a measurement runs).
+    #[serde(default)]
+    pub resume: Option<Assigned>,
+    /// How its performance is observed; `None` leaves the model policy waiting.
+    pub metric: Option<SourceSpec>,
+    pub prediction: Option<PredictionRecord>,
+    pub updated_unix_ms: i64,
+}

@@ -1,0 +1,297 @@
+//! The state file on disk.
+//!
+//! Format: a header line, then the payload.
+//!
+//! ```text
+//! {"format":"placed-state","version":1,"checksum":"sha256:<hex of the payload bytes>"}
+//! { ...the State as pretty JSON... }
+//! ```
+//!
+//! The checksum covers the payload's exact bytes, not a re-serialisation, so a torn or
+//! hand-edited file is caught. Writes go to a temporary file in the same directory, which
+//! is fsynced, renamed over the old file, and followed by an fsync of the directory: a crash
+//! leaves either the old file or the new one, never half of one.
+
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use super::State;
+
+/// The format version this build writes. Older versions are migrated on read.
+pub const STATE_VERSION: u32 = 1;
+const FORMAT: &str = "placed-state";
+
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Header {
+    format: String,
+    version: u32,
+    checksum: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    #[error("cannot read state file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write state file {path}: {source}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "state file {path} is corrupt ({detail}); placed will not guess what it said. Inspect it, then move it aside to start afresh (containers are then adopted where they are)"
+    )]
+    Corrupt { path: PathBuf, detail: String },
+    #[error(
+        "state file {path} is format version {found}; this placed reads versions up to {STATE_VERSION}. Run the placed that wrote it, or move the file aside"
+    )]
+    Version { path: PathBuf, found: u32 },
+    #[error(
+        "state file {path} was written on machine class {stored}, but this host is {live}: its placements do not apply here. If the hardware or the machine file changed on purpose, drain the host's containers and delete the file"
+    )]
+    Fingerprint {
+        path: PathBuf,
+        stored: String,
+        live: String,
+    },
+}
+
+/// The state file at one path.
+#[derive(Debug, Clone)]
+pub struct StateStore {
+    path: PathBuf,
+}
+
+fn checksum(payload: &[u8]) -> String {
+    let d = Sha256::digest(payload);
+    let hex: String = d.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+impl StateStore {
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self { path: path.into() }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Reads the state; `Ok(None)` when there is no file yet. `live_fingerprint` is the
+    /// running machine's class: a file from another class is refused.
+    pub fn load(&self, live_fingerprint: &str) -> Result<Option<State>, StateError> {
+        let bytes = match std::fs::read(&self.path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => {
+                return Err(StateError::Read {
+                    path: self.path.clone(),
+                    source,
+                });
+            }
+        };
+        let state = self.decode(&bytes)?;
+        if state.fingerprint != live_fingerprint {
+            return Err(StateError::Fingerprint {
+                path: self.path.clone(),
+                stored: state.fingerprint,
+                live: live_fingerprint.to_owned(),
+            });
+        }
+        Ok(Some(state))
+    }
+
+    fn decode(&self, bytes: &[u8]) -> Result<State, StateError> {
+        let corrupt = |detail: String| StateError::Corrupt {
+            path: self.path.clone(),
+            detail,
+        };
+        let split = bytes
+            .iter()
+            .position(|&b| b == b'\n')
+            .ok_or_else(|| corrupt("no header line".into()))?;
+        let (head, payload) = (&bytes[..split], &bytes[split + 1..]);
+        let header: Header =
+            serde_json::from_slice(head).map_err(|e| corrupt(format!("unreadable header: {e}")))?;
+        if header.format != FORMAT {
+            return Err(corrupt(format!(
+                "header says format {:?}, not {FORMAT:?}",
+                header.format
+            )));
+        }
+        if header.version > STATE_VERSION || header.version == 0 {
+            return Err(StateError::Version {
+                path: self.path.clone(),
+                found: header.version,
+            });
+        }
+        let actual = checksum(payload);
+        if header.checksum != actual {
+            return Err(corrupt(format!(
+                "checksum mismatch: header {}, content {actual}",
+                header.checksum
+            )));
+        }
+        let value: serde_json::Value = serde_json::from_slice(payload)
+            .map_err(|e| corrupt(format!("payload is not JSON: {e}")))?;
+        let value = migrate(header.version, value).map_err(corrupt)?;
+        serde_json::from_value(value).map_err(|e| corrupt(format!("payload: {e}")))
+    }
+
+    /// Writes the state atomically (temporary file, fsync, rename, fsync of the directory).
+    pub fn save(&self, state: &State) -> Result<(), StateError> {
+        let write_err = |source: std::io::Error| StateError::Write {
+            path: self.path.clone(),
+            source,
+        };
+        let mut payload =
+            serde_json::to_vec_pretty(state).map_err(|e| write_err(std::io::Error::other(e)))?;
+        payload.push(b'\n');
+        let header = serde_json::to_vec(&Header {
+            format: FORMAT.into(),
+            version: STATE_VERSION,
+            checksum: checksum(&payload),
+        })
+        .map_err(|e| write_err(std::io::Error::other(e)))?;
+        if let Some(dir) = self.path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(write_err)?;
+        }
+        placed_models::atomic_file::write(&self.path, &[&header, b"\n", &payload])
+            .map_err(write_err)
+    }
+}
+
+/// Brings an older payload up to [`STATE_VERSION`], one version at a time. Version 1 is the
+/// first; a future version 2 adds a `1 => ...` arm here, and its test keeps a literal v1 file.
+fn migrate(version: u32, value: serde_json::Value) -> Result<serde_json::Value, String> {
+    match version {
+        STATE_VERSION => Ok(value),
+        other => Err(format!("no migration from version {other}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::Policy;
+    use crate::state::{Assigned, ContainerRecord, Lifecycle, VcpuSource};
+
+    fn sample() -> State {
+        State {
+            written_unix_ms: 1_700_000_000_000,
+            fingerprint: "mc1-0011223344556677".into(),
+            containers: vec![ContainerRecord {
+                id: "/docker/abc".into(),
+                name: "web".into(),
+                runtime: "docker".into(),
+                runtime_id: "abc".into(),
+                vcpus: 4,
+                vcpus_source: VcpuSource::Request,
+                policy: Policy::Model { goal: 0.9 },
+                state: Lifecycle::Watched,
+                detail: String::new(),
+                original: None,
+                assigned: Some(Assigned {
+                    placement: Some("numa1-core4".into()),
+                    units: vec![1],
+                    cpus: "8-11".parse().unwrap(),
+                    mems: "1".parse().unwrap(),
+                }),
+                migration: None,
+                resume: None,
+                metric: Some(crate::observe::SourceSpec::Pushed { counter: false }),
+                prediction: None,
+                updated_unix_ms: 1_700_000_000_000,
+            }],
+        }
+    }
+
+    #[test]
+    fn round_trip_and_missing_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateStore::new(dir.path().join("sub/state.json"));
+        assert!(store.load("mc1-0011223344556677").unwrap().is_none());
+        store.save(&sample()).unwrap();
+        assert_eq!(store.load("mc1-0011223344556677").unwrap(), Some(sample()));
+        // No temporary file left behind.
+        let names: Vec<_> = std::fs::read_dir(dir.path().join("sub"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["state.json"]);
+        // The file is readable: sets in cpulist syntax.
+        let text = std::fs::read_to_string(store.path()).unwrap();
+        assert!(text.contains("\"cpus\": \"8-11\""), "{text}");
+    }
+
+    fn literal(dir: &tempfile::TempDir, text: &str) -> StateStore {
+        let p = dir.path().join("state.json");
+        std::fs::write(&p, text).unwrap();
+        StateStore::new(p)
+    }
+
+    fn with_header(version: u32, payload: &str, sum: Option<&str>) -> String {
+        let sum = sum.map_or_else(|| checksum(payload.as_bytes()), str::to_owned);
+        format!(
+            "{{\"format\":\"placed-state\",\"version\":{version},\"checksum\":\"{sum}\"}}\n{payload}"
+        )
+    }
+
+    #[test]
+    fn literal_files_fail_with_the_right_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let fp = "mc1-0011223344556677";
+        let good = serde_json::to_string_pretty(&sample()).unwrap();
+
+        let s = literal(&dir, &with_header(1, &good, Some("sha256:00")));
+        assert!(
+            matches!(s.load(fp), Err(StateError::Corrupt { detail, .. }) if detail.contains("checksum"))
+        );
+
+        let s = literal(&dir, &with_header(9, &good, None));
+        assert!(matches!(
+            s.load(fp),
+            Err(StateError::Version { found: 9, .. })
+        ));
+
+        let s = literal(&dir, "not json at all");
+        assert!(matches!(s.load(fp), Err(StateError::Corrupt { .. })));
+
+        let bad_set = good.replace("\"8-11\"", "\"8-x\"");
+        let s = literal(&dir, &with_header(1, &bad_set, None));
+        assert!(
+            matches!(s.load(fp), Err(StateError::Corrupt { detail, .. }) if detail.contains("8-x"))
+        );
+
+        let s = literal(&dir, &with_header(1, &good, None));
+        let err = s.load("mc1-ffffffffffffffff").unwrap_err();
+        assert!(matches!(err, StateError::Fingerprint { .. }));
+        assert!(err.to_string().contains("delete the file"));
+
+        // A torn write (truncated payload) is caught by the checksum.
+        let full = with_header(1, &good, None);
+        let s = literal(&dir, &full[..full.len() - 20]);
+        assert!(matches!(s.load(fp), Err(StateError::Corrupt { .. })));
+
+        // A hand-written v1 file with the current checksum loads.
+        let s = literal(&dir, &with_header(1, &good, None));
+        assert_eq!(s.load(fp).unwrap(), Some(sample()));
+    }
+
+    #[test]
+    fn unwritable_directory_is_a_write_error_naming_the_path() {
+        let store = StateStore::new("/proc/placed-test/state.json");
+        match store.save(&sample()) {
+            Err(StateError::Write { path, .. }) => {
+                assert_eq!(path, Path::new("/proc/placed-test/state.json"))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

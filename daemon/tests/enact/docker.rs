@@ -1,0 +1,101 @@
+//! Real Docker containers, placed by name, where `docker info` works (see
+//! `tests/support/docker.rs` for the image).
+
+use std::path::Path;
+
+use placed::containers::Runtime;
+use placed::cpuset::CpuSet;
+use placed::migrate::Mode;
+
+use crate::skip;
+use crate::support::{allowed, host, machine};
+
+#[path = "../../../tests/support/docker.rs"]
+mod support_docker;
+
+use support_docker::{TestContainer, docker, ready};
+
+#[test]
+fn places_a_docker_container_by_name() {
+    let host = match host() {
+        Ok(h) => h,
+        Err(why) => skip!("{why}"),
+    };
+    if let Err(why) = ready() {
+        skip!("Docker is not usable here: {why}");
+    }
+    let (cpus, nodes) = machine(&host);
+    let one: CpuSet = cpus.first().into_iter().collect();
+    let other: CpuSet = cpus.last().into_iter().collect();
+    let tc = TestContainer::run(&one).unwrap();
+    let id = docker(&["inspect", "--format", "{{.Id}}", &tc.name]).unwrap();
+
+    let c = host.resolve(&tc.name).unwrap();
+    assert_eq!(c.runtime, Runtime::Docker);
+    assert_eq!(c.id, id);
+    assert_eq!(c.name.as_deref(), Some(tc.name.as_str()));
+    // The same container by runtime prefix and by short id.
+    assert_eq!(
+        host.resolve(&format!("docker:{}", tc.name)).unwrap().cgroup,
+        c.cgroup
+    );
+    assert_eq!(host.resolve(&id[..12]).unwrap().cgroup, c.cgroup);
+    assert!(
+        host.list()
+            .unwrap()
+            .iter()
+            .any(|l| l.id == id && l.name.as_deref() == Some(tc.name.as_str()))
+    );
+
+    let i = host.inspect(&c).unwrap();
+    assert_eq!(i.cpuset.cpus, one);
+    assert!(i.processes >= 3, "sh and two sleeps: {i:?}");
+
+    // Kernel mode, then the fast mode with the container frozen: afterwards it runs.
+    for (target, mode) in [
+        (other.clone(), Mode::Kernel),
+        (
+            cpus.clone(),
+            Mode::Fast {
+                workers: 2,
+                freeze: true,
+            },
+        ),
+    ] {
+        let r = host.apply(&c, &target, &nodes, &mode).unwrap();
+        assert!(r.tasks_checked >= 3);
+        for pid in host.cgroups().threads(&c.cgroup).unwrap() {
+            assert_eq!(allowed(pid).unwrap().0, target, "task {pid}");
+        }
+    }
+    let state = docker(&["inspect", "--format", "{{.State.Status}}", &tc.name]).unwrap();
+    assert_eq!(state, "running");
+
+    // A paused container stays paused after a frozen migration.
+    docker(&["pause", &tc.name]).unwrap();
+    host.apply(
+        &c,
+        &one,
+        &nodes,
+        &Mode::Fast {
+            workers: 1,
+            freeze: true,
+        },
+    )
+    .unwrap();
+    let state = docker(&["inspect", "--format", "{{.State.Status}}", &tc.name]).unwrap();
+    assert_eq!(state, "paused");
+    docker(&["unpause", &tc.name]).unwrap();
+
+    eprintln!(
+        "placed docker container {} ({}) in {}",
+        tc.name,
+        &id[..12],
+        c.cgroup
+    );
+    // Gone: the error says not found.
+    drop(tc);
+    let err = host.apply(&c, &one, &nodes, &Mode::Kernel).unwrap_err();
+    assert_eq!(err.fault(), placed::fault::Fault::NotFound, "{err}");
+    assert!(!Path::new(&c.cgroup.under(host.cgroups().root())).exists());
+}

@@ -1,0 +1,555 @@
+//! Training data: JSON lines, one machine header then one record per (workload run,
+//! placement). The format is documented in `docs/models.md`; this module reads, validates and
+//! writes it, and every problem it finds names the file and line.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// Version of the training-data format written in every header line.
+pub const DATA_FORMAT_VERSION: u32 = 1;
+
+/// Where a measurement came from. Models inherit it, and anything simulated says so wherever
+/// it is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Provenance {
+    /// Measured on the real machine class the model is for.
+    Real,
+    /// Measured in a virtual machine: placements are real for the guest, timings say nothing
+    /// about real hardware (DESIGN.md §4).
+    VirtualMachine,
+    /// Produced by `placed-train simulate`: no hardware was measured at all.
+    Simulated,
+}
+
+impl fmt::Display for Provenance {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Real => "real hardware",
+            Self::VirtualMachine => "virtual machine (timings not representative)",
+            Self::Simulated => "SIMULATED (no hardware measured)",
+        })
+    }
+}
+
+/// One important placement as the machine model names it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlacementInfo {
+    /// Stable id from the machine model, e.g. `numa2-core12-ic1333`.
+    pub id: String,
+    /// One score per concern, in the order of [`MachineHeader::concerns`].
+    pub scores: Vec<f64>,
+}
+
+/// The first line of a data file: what machine class and container size the runs are for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MachineHeader {
+    /// Data format version, [`DATA_FORMAT_VERSION`].
+    pub version: u32,
+    /// Machine-class fingerprint from the machine model.
+    pub fingerprint: String,
+    /// vCPUs per container.
+    pub v: u32,
+    /// Concern names, in score-vector order.
+    pub concerns: Vec<String>,
+    /// Every important placement for `v` on this machine class.
+    pub placements: Vec<PlacementInfo>,
+}
+
+/// A measured performance value. Higher is better: collectors convert times to rates.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    /// Median over the repetitions.
+    #[serde(deserialize_with = "null_as_nan")]
+    pub value: f64,
+    /// What `value` counts, e.g. `ops/s`; informative only, ratios are unit-free.
+    pub unit: String,
+    /// How many repetitions the median is over.
+    pub repetitions: u32,
+    /// Spread of the repetitions (half-width of the confidence interval), in `unit`.
+    #[serde(deserialize_with = "null_as_nan")]
+    pub spread: f64,
+}
+
+/// One workload run measured in one placement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Must equal the header's fingerprint.
+    pub fingerprint: String,
+    /// Must equal the header's `v`.
+    pub v: u32,
+    /// Workload name, e.g. `spark-pr-lj`.
+    pub workload: String,
+    /// Family: cross-validation holds out all workloads of a family together.
+    pub family: String,
+    /// Distinguishes repeated runs of one workload; each run is one training row.
+    #[serde(default)]
+    pub run: u32,
+    /// Placement id, one of the header's.
+    pub placement: String,
+    /// Performance in that placement.
+    pub performance: Measurement,
+    /// Generic counters observed in that placement (e.g. `ipc`), all finite and non-negative.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub counters: BTreeMap<String, f64>,
+    /// Where the measurement came from; one provenance per file.
+    pub provenance: Provenance,
+}
+
+/// serde_json writes NaN and infinities as `null`; read them back as NaN so validation can say
+/// which field was not a number instead of failing with a type error.
+fn null_as_nan<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Line {
+    Machine(MachineHeader),
+    Run(RunRecord),
+}
+
+/// Why a data file was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum DataError {
+    /// The file could not be read or written.
+    #[error("cannot access training data {path}")]
+    Io {
+        /// The data file.
+        path: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// A line is invalid; `line` counts from 1.
+    #[error("{path}:{line}: {problem}")]
+    Invalid {
+        /// The data file (or the origin given to [`Dataset::from_jsonl`]).
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong with it.
+        problem: Problem,
+    },
+}
+
+/// What is wrong with one line of a data file.
+#[derive(Debug, thiserror::Error)]
+pub enum Problem {
+    /// Not JSON, or not a header or run record.
+    #[error("not a valid record")]
+    Parse(#[source] serde_json::Error),
+    /// The file has no lines at all.
+    #[error("empty file: expected a machine header line first")]
+    Empty,
+    /// A run record came before the machine header.
+    #[error("the first line must be the machine header (\"kind\": \"machine\")")]
+    MissingHeader,
+    /// A second header.
+    #[error("a second machine header (the first is on line {first_line})")]
+    DuplicateHeader {
+        /// Line of the first header.
+        first_line: usize,
+    },
+    /// The header's format version is not one this build reads.
+    #[error("data format version {found} is not supported (this build reads {supported})")]
+    UnsupportedVersion {
+        /// Version in the file.
+        found: u32,
+        /// Version this build reads.
+        supported: u32,
+    },
+    /// The header itself is inconsistent.
+    #[error("bad machine header: {reason}")]
+    BadHeader {
+        /// What is inconsistent.
+        reason: String,
+    },
+    /// A record is for another machine class than the header.
+    #[error(
+        "machine class {found:?} differs from the header's {expected:?}: one machine class per file"
+    )]
+    MixedMachineClass {
+        /// The header's fingerprint.
+        expected: String,
+        /// The record's fingerprint.
+        found: String,
+    },
+    /// A record is for another container size than the header.
+    #[error("v = {found} differs from the header's v = {expected}: one v per file")]
+    MixedV {
+        /// The header's v.
+        expected: u32,
+        /// The record's v.
+        found: u32,
+    },
+    /// A record's provenance differs from the first record's.
+    #[error(
+        "provenance {found:?} differs from {expected:?} on earlier lines: one provenance per file"
+    )]
+    MixedProvenance {
+        /// Provenance of the first record.
+        expected: Provenance,
+        /// This record's provenance.
+        found: Provenance,
+    },
+    /// A placement id the header does not list.
+    #[error("unknown placement id {id:?}")]
+    UnknownPlacement {
+        /// The unknown id.
+        id: String,
+    },
+    /// A number that is NaN, infinite, negative or (for performance) zero.
+    #[error("{field} = {value} is not a valid value ({expected})")]
+    InvalidValue {
+        /// Which field, e.g. `performance.value` or `counters.ipc`.
+        field: String,
+        /// The offending value (NaN when the file had `null`).
+        value: f64,
+        /// What it should be.
+        expected: &'static str,
+    },
+    /// The same workload run measured twice in one placement.
+    #[error(
+        "workload {workload:?} run {run} in placement {placement:?} already measured on line {first_line}"
+    )]
+    DuplicateMeasurement {
+        /// Workload name.
+        workload: String,
+        /// Run number.
+        run: u32,
+        /// Placement id.
+        placement: String,
+        /// Line of the first measurement.
+        first_line: usize,
+    },
+    /// A workload listed under two families.
+    #[error("workload {workload:?} is in family {found:?} here but {first:?} earlier")]
+    FamilyConflict {
+        /// Workload name.
+        workload: String,
+        /// Family first given.
+        first: String,
+        /// Family given here.
+        found: String,
+    },
+    /// A workload run lacks some placements; `line` is that run's first record.
+    #[error("workload {workload:?} run {run} has no measurement in {missing:?}")]
+    MissingPlacements {
+        /// Workload name.
+        workload: String,
+        /// Run number.
+        run: u32,
+        /// Placement ids never measured for it.
+        missing: Vec<String>,
+    },
+    /// The header is not followed by any run.
+    #[error("no run records after the machine header")]
+    NoRuns,
+}
+
+/// A validated data file: one machine class, one `v`, one provenance, and every workload run
+/// measured in every placement of the header.
+#[derive(Debug, Clone)]
+pub struct Dataset {
+    header: MachineHeader,
+    records: Vec<RunRecord>,
+    provenance: Provenance,
+}
+
+impl Dataset {
+    /// Reads and validates a JSON-lines data file.
+    pub fn load(path: &Path) -> Result<Self, DataError> {
+        let text = std::fs::read_to_string(path).map_err(|source| DataError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::from_jsonl(&text, path)
+    }
+
+    /// Validates JSON-lines text; `origin` names it in errors. Blank lines are skipped but
+    /// counted, so line numbers match an editor's.
+    pub fn from_jsonl(text: &str, origin: &Path) -> Result<Self, DataError> {
+        let mut lines = Vec::new();
+        for (index, raw) in text.lines().enumerate() {
+            let line = index + 1;
+            if raw.trim().is_empty() {
+                continue;
+            }
+            let parsed = serde_json::from_str::<Line>(raw).map_err(|e| DataError::Invalid {
+                path: origin.to_owned(),
+                line,
+                problem: Problem::Parse(e),
+            })?;
+            lines.push((line, parsed));
+        }
+        validate(lines).map_err(|(line, problem)| DataError::Invalid {
+            path: origin.to_owned(),
+            line,
+            problem,
+        })
+    }
+
+    /// Validates a dataset built in memory (by the simulator or the collector) exactly as if
+    /// it had been read back: record `i` counts as line `i + 2`.
+    pub fn from_parts(header: MachineHeader, records: Vec<RunRecord>) -> Result<Self, DataError> {
+        let lines = std::iter::once(Line::Machine(header))
+            .chain(records.into_iter().map(Line::Run))
+            .enumerate()
+            .map(|(i, l)| (i + 1, l))
+            .collect();
+        validate(lines).map_err(|(line, problem)| DataError::Invalid {
+            path: PathBuf::from("<memory>"),
+            line,
+            problem,
+        })
+    }
+
+    /// Writes the dataset as JSON lines, header first.
+    pub fn save(&self, path: &Path) -> Result<(), DataError> {
+        let io = |source| DataError::Io {
+            path: path.to_owned(),
+            source,
+        };
+        let mut out = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
+        write_line(&mut out, &LineRef::Machine(&self.header)).map_err(io)?;
+        for record in &self.records {
+            write_line(&mut out, &LineRef::Run(record)).map_err(io)?;
+        }
+        out.into_inner()
+            .map_err(std::io::IntoInnerError::into_error)
+            .and_then(|f| f.sync_all())
+            .map_err(io)
+    }
+
+    /// The machine header.
+    pub fn header(&self) -> &MachineHeader {
+        &self.header
+    }
+
+    /// Every run record, in file order.
+    pub fn records(&self) -> &[RunRecord] {
+        &self.records
+    }
+
+    /// The provenance shared by every record.
+    pub fn provenance(&self) -> Provenance {
+        self.provenance
+    }
+}
+
+#[derive(Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum LineRef<'a> {
+    Machine(&'a MachineHeader),
+    Run(&'a RunRecord),
+}
+
+fn write_line(out: &mut impl std::io::Write, line: &LineRef<'_>) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *out, line)?;
+    out.write_all(b"\n")
+}
+
+fn validate(lines: Vec<(usize, Line)>) -> Result<Dataset, (usize, Problem)> {
+    let mut lines = lines.into_iter();
+    let Some((header_line, first)) = lines.next() else {
+        return Err((0, Problem::Empty));
+    };
+    let Line::Machine(header) = first else {
+        return Err((header_line, Problem::MissingHeader));
+    };
+    check_header(&header).map_err(|p| (header_line, p))?;
+    let known: HashSet<&str> = header.placements.iter().map(|p| p.id.as_str()).collect();
+
+    let mut provenance = None;
+    let mut families: HashMap<String, String> = HashMap::new();
+    // (workload, run) -> (first line, placement -> line)
+    let mut runs: BTreeMap<(String, u32), (usize, HashMap<String, usize>)> = BTreeMap::new();
+    let mut records = Vec::new();
+    for (line, parsed) in lines {
+        let record = match parsed {
+            Line::Machine(_) => {
+                return Err((
+                    line,
+                    Problem::DuplicateHeader {
+                        first_line: header_line,
+                    },
+                ));
+            }
+            Line::Run(r) => r,
+        };
+        check_record(&header, &known, &record).map_err(|p| (line, p))?;
+        match provenance {
+            None => provenance = Some(record.provenance),
+            Some(expected) if expected != record.provenance => {
+                return Err((
+                    line,
+                    Problem::MixedProvenance {
+                        expected,
+                        found: record.provenance,
+                    },
+                ));
+            }
+            Some(_) => {}
+        }
+        if let Some(first) = families.get(&record.workload) {
+            if *first != record.family {
+                return Err((
+                    line,
+                    Problem::FamilyConflict {
+                        workload: record.workload.clone(),
+                        first: first.clone(),
+                        found: record.family.clone(),
+                    },
+                ));
+            }
+        } else {
+            families.insert(record.workload.clone(), record.family.clone());
+        }
+        let (_, seen) = runs
+            .entry((record.workload.clone(), record.run))
+            .or_insert_with(|| (line, HashMap::new()));
+        if let Some(&first_line) = seen.get(&record.placement) {
+            return Err((
+                line,
+                Problem::DuplicateMeasurement {
+                    workload: record.workload.clone(),
+                    run: record.run,
+                    placement: record.placement.clone(),
+                    first_line,
+                },
+            ));
+        }
+        seen.insert(record.placement.clone(), line);
+        records.push(record);
+    }
+    let Some(provenance) = provenance else {
+        return Err((header_line, Problem::NoRuns));
+    };
+    // Report the incomplete run that appears first in the file.
+    let incomplete = runs
+        .iter()
+        .filter(|(_, (_, seen))| seen.len() < header.placements.len())
+        .min_by_key(|(_, (first_line, _))| *first_line);
+    if let Some(((workload, run), (first_line, seen))) = incomplete {
+        let missing = header
+            .placements
+            .iter()
+            .filter(|p| !seen.contains_key(&p.id))
+            .map(|p| p.id.clone())
+            .collect();
+        return Err((
+            *first_line,
+            Problem::MissingPlacements {
+                workload: workload.clone(),
+                run: *run,
+                missing,
+            },
+        ));
+    }
+    Ok(Dataset {
+        header,
+        records,
+        provenance,
+    })
+}
+
+fn check_header(header: &MachineHeader) -> Result<(), Problem> {
+    if header.version != DATA_FORMAT_VERSION {
+        return Err(Problem::UnsupportedVersion {
+            found: header.version,
+            supported: DATA_FORMAT_VERSION,
+        });
+    }
+    let bad = |reason: String| Err(Problem::BadHeader { reason });
+    if header.v == 0 {
+        return bad("v must be at least 1".into());
+    }
+    // One placement is valid data (a one-node host); fitting refuses it, not reading.
+    if header.placements.is_empty() {
+        return bad("no placements".into());
+    }
+    let mut ids = BTreeSet::new();
+    for p in &header.placements {
+        if !ids.insert(p.id.as_str()) {
+            return bad(format!("placement {:?} listed twice", p.id));
+        }
+        if p.scores.len() != header.concerns.len() {
+            return bad(format!(
+                "placement {:?} has {} scores for {} concerns",
+                p.id,
+                p.scores.len(),
+                header.concerns.len()
+            ));
+        }
+        if p.scores.iter().any(|s| !s.is_finite()) {
+            return bad(format!(
+                "placement {:?} has a score that is not a number",
+                p.id
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_record(
+    header: &MachineHeader,
+    known: &HashSet<&str>,
+    record: &RunRecord,
+) -> Result<(), Problem> {
+    if record.fingerprint != header.fingerprint {
+        return Err(Problem::MixedMachineClass {
+            expected: header.fingerprint.clone(),
+            found: record.fingerprint.clone(),
+        });
+    }
+    if record.v != header.v {
+        return Err(Problem::MixedV {
+            expected: header.v,
+            found: record.v,
+        });
+    }
+    if !known.contains(record.placement.as_str()) {
+        return Err(Problem::UnknownPlacement {
+            id: record.placement.clone(),
+        });
+    }
+    let invalid = |field: &str, value: f64, expected| Problem::InvalidValue {
+        field: field.to_owned(),
+        value,
+        expected,
+    };
+    let perf = &record.performance;
+    if !(perf.value.is_finite() && perf.value > 0.0) {
+        return Err(invalid("performance.value", perf.value, "finite and > 0"));
+    }
+    if !(perf.spread.is_finite() && perf.spread >= 0.0) {
+        return Err(invalid(
+            "performance.spread",
+            perf.spread,
+            "finite and >= 0",
+        ));
+    }
+    if perf.repetitions == 0 {
+        return Err(invalid(
+            "performance.repetitions",
+            f64::from(perf.repetitions),
+            ">= 1",
+        ));
+    }
+    for (name, &value) in &record.counters {
+        if !(value.is_finite() && value >= 0.0) {
+            return Err(invalid(
+                &format!("counters.{name}"),
+                value,
+                "finite and >= 0",
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

@@ -1,0 +1,256 @@
+use std::path::Path;
+
+use super::*;
+
+const HEADER: &str = r#"{"kind":"machine","version":1,"fingerprint":"fp-a","v":4,"concerns":["cores","nodes"],"placements":[{"id":"n1","scores":[4,1]},{"id":"n2","scores":[4,2]}]}"#;
+
+fn run(workload: &str, family: &str, placement: &str, value: &str) -> String {
+    format!(
+        r#"{{"kind":"run","fingerprint":"fp-a","v":4,"workload":"{workload}","family":"{family}","placement":"{placement}","performance":{{"value":{value},"unit":"ops/s","repetitions":5,"spread":1.5}},"counters":{{"ipc":1.2}},"provenance":"real"}}"#
+    )
+}
+
+fn good() -> Vec<String> {
+    vec![
+        HEADER.to_owned(),
+        run("a1", "a", "n1", "100"),
+        run("a1", "a", "n2", "150"),
+        run("b1", "b", "n1", "80"),
+        run("b1", "b", "n2", "60"),
+    ]
+}
+
+fn parse(lines: &[String]) -> Result<Dataset, DataError> {
+    Dataset::from_jsonl(&lines.join("\n"), Path::new("test.jsonl"))
+}
+
+/// The line and problem of a refused file.
+fn refused(lines: &[String]) -> (usize, Problem) {
+    match parse(lines) {
+        Err(DataError::Invalid { line, problem, .. }) => (line, problem),
+        other => panic!("expected an invalid-line error, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_valid_file_loads_with_its_provenance() {
+    let data = parse(&good()).expect("valid");
+    assert_eq!(data.records().len(), 4);
+    assert_eq!(data.provenance(), Provenance::Real);
+    assert_eq!(data.header().placements.len(), 2);
+    assert_eq!(data.records()[0].counters.get("ipc"), Some(&1.2));
+}
+
+/// A host where every container of this size runs the same way: valid data, one column.
+pub(crate) fn one_placement() -> Vec<String> {
+    vec![
+        HEADER.replace(r#",{"id":"n2","scores":[4,2]}"#, ""),
+        run("a1", "a", "n1", "100"),
+        run("b1", "b", "n1", "80"),
+    ]
+}
+
+#[test]
+fn a_one_placement_file_loads_but_no_placements_is_refused() {
+    let d = parse(&one_placement()).expect("one placement is valid data");
+    assert_eq!(d.header().placements.len(), 1);
+    let mut lines = one_placement();
+    lines[0] = HEADER.replace(
+        r#"[{"id":"n1","scores":[4,1]},{"id":"n2","scores":[4,2]}]"#,
+        "[]",
+    );
+    lines.truncate(1);
+    assert!(matches!(refused(&lines), (1, Problem::BadHeader { .. })));
+}
+
+#[test]
+fn blank_lines_are_skipped_but_counted() {
+    let mut lines = good();
+    lines.insert(1, String::new());
+    lines[3] = run("a1", "a", "n9", "150");
+    assert!(matches!(refused(&lines), (4, Problem::UnknownPlacement { id }) if id == "n9"));
+}
+
+#[test]
+fn unknown_placement_names_its_line() {
+    let mut lines = good();
+    lines[2] = run("a1", "a", "n3", "150");
+    assert!(matches!(refused(&lines), (3, Problem::UnknownPlacement { id }) if id == "n3"));
+}
+
+#[test]
+fn nan_written_as_null_negative_and_zero_values_are_refused() {
+    for (value, field) in [
+        ("null", "performance.value"),
+        ("-5", "performance.value"),
+        ("0", "performance.value"),
+    ] {
+        let mut lines = good();
+        lines[4] = run("b1", "b", "n2", value);
+        match refused(&lines) {
+            (5, Problem::InvalidValue { field: f, .. }) => assert_eq!(f, field, "value {value}"),
+            other => panic!("value {value}: {other:?}"),
+        }
+    }
+    let mut lines = good();
+    lines[2] = lines[2].replace(r#""ipc":1.2"#, r#""ipc":-1"#);
+    assert!(
+        matches!(refused(&lines), (3, Problem::InvalidValue { field, .. }) if field == "counters.ipc")
+    );
+}
+
+#[test]
+fn a_literal_nan_is_a_parse_error_on_its_line() {
+    let mut lines = good();
+    lines[3] = run("b1", "b", "n1", "NaN");
+    assert!(matches!(refused(&lines), (4, Problem::Parse(_))));
+}
+
+#[test]
+fn a_workload_missing_a_placement_is_refused_at_its_first_line() {
+    let mut lines = good();
+    lines.remove(4);
+    match refused(&lines) {
+        (
+            4,
+            Problem::MissingPlacements {
+                workload, missing, ..
+            },
+        ) => {
+            assert_eq!(workload, "b1");
+            assert_eq!(missing, vec!["n2".to_owned()]);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn two_machine_classes_or_two_v_in_one_file_are_refused() {
+    let mut lines = good();
+    lines[3] = lines[3].replace("fp-a", "fp-b");
+    assert!(matches!(
+        refused(&lines),
+        (4, Problem::MixedMachineClass { expected, found }) if expected == "fp-a" && found == "fp-b"
+    ));
+    let mut lines = good();
+    lines[2] = lines[2].replace(r#""v":4"#, r#""v":8"#);
+    assert!(matches!(
+        refused(&lines),
+        (
+            3,
+            Problem::MixedV {
+                expected: 4,
+                found: 8
+            }
+        )
+    ));
+}
+
+#[test]
+fn mixed_provenance_is_refused() {
+    let mut lines = good();
+    lines[3] = lines[3].replace(r#""provenance":"real""#, r#""provenance":"simulated""#);
+    assert!(matches!(
+        refused(&lines),
+        (
+            4,
+            Problem::MixedProvenance {
+                expected: Provenance::Real,
+                found: Provenance::Simulated
+            }
+        )
+    ));
+}
+
+#[test]
+fn header_problems_are_refused() {
+    let mut lines = good();
+    lines.remove(0);
+    assert!(matches!(refused(&lines), (1, Problem::MissingHeader)));
+
+    let mut lines = good();
+    lines.push(HEADER.to_owned());
+    assert!(matches!(
+        refused(&lines),
+        (6, Problem::DuplicateHeader { first_line: 1 })
+    ));
+
+    let mut lines = good();
+    lines[0] = HEADER.replace(r#""version":1"#, r#""version":2"#);
+    assert!(matches!(
+        refused(&lines),
+        (
+            1,
+            Problem::UnsupportedVersion {
+                found: 2,
+                supported: 1
+            }
+        )
+    ));
+
+    let mut lines = good();
+    lines[0] = HEADER.replace(r#"[4,2]"#, r#"[4]"#);
+    assert!(matches!(refused(&lines), (1, Problem::BadHeader { .. })));
+
+    assert!(matches!(
+        refused(&[HEADER.to_owned()]),
+        (1, Problem::NoRuns)
+    ));
+    assert!(matches!(refused(&[]), (0, Problem::Empty)));
+}
+
+#[test]
+fn duplicates_and_family_conflicts_are_refused() {
+    let mut lines = good();
+    lines.push(run("a1", "a", "n1", "101"));
+    assert!(matches!(
+        refused(&lines),
+        (6, Problem::DuplicateMeasurement { first_line: 2, .. })
+    ));
+
+    let mut lines = good();
+    lines[2] = run("a1", "z", "n2", "150");
+    assert!(matches!(
+        refused(&lines),
+        (3, Problem::FamilyConflict { .. })
+    ));
+}
+
+#[test]
+fn garbage_is_a_parse_error() {
+    let mut lines = good();
+    lines[1] = "{not json".to_owned();
+    assert!(matches!(refused(&lines), (2, Problem::Parse(_))));
+}
+
+#[test]
+fn save_then_load_round_trips_and_a_missing_file_names_its_path() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("data.jsonl");
+    let data = parse(&good()).expect("valid");
+    data.save(&path).expect("writable");
+    let back = Dataset::load(&path).expect("readable");
+    assert_eq!(back.header(), data.header());
+    assert_eq!(back.records(), data.records());
+
+    let missing = dir.path().join("nope.jsonl");
+    match Dataset::load(&missing) {
+        Err(DataError::Io { path, .. }) => assert_eq!(path, missing),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn from_parts_validates_like_a_file() {
+    let data = parse(&good()).expect("valid");
+    let mut records = data.records().to_vec();
+    records[1].placement = "n7".into();
+    match Dataset::from_parts(data.header().clone(), records) {
+        Err(DataError::Invalid {
+            line: 3,
+            problem: Problem::UnknownPlacement { .. },
+            ..
+        }) => {}
+        other => panic!("{other:?}"),
+    }
+}

@@ -1,0 +1,58 @@
+//! `placed-models`: everything that turns training data into a predictor of a container's
+//! performance in every important placement, from its performance in two of them (thesis
+//! §2.4). This crate knows nothing of Linux: placements are ids and score vectors.
+//!
+//! # Layout
+//!
+//! - [`data`]: the training-data format (JSON lines) and its validation.
+//! - [`features`]: observations and the features made from them, the same for training and
+//!   prediction.
+//! - [`forest`]: the joint multi-output random-forest regressor, behind linfa's traits.
+//! - [`cv`]: leave-one-family-out folds.
+//! - [`accuracy`]: absolute percentage errors, mean and worst.
+//! - [`categories`]: k-means categories, the iterative method (algorithm 4), novelty.
+//! - [`evaluation`]: probe selection and the cross-validated comparison of the forest, the
+//!   category mean and the counter baseline.
+//! - [`train`]: fitting the final model, and the data as a linfa data set for experiments.
+//! - [`model`]: a trained model and its predictions; [`model_file`] reads and writes it.
+//!
+//! Internally, `table` arranges a data set as matrices and `probe` selects the probe.
+//!
+//! # Use from the daemon
+//!
+//! ```no_run
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use placed_models::{MachineClass, Model, Observation};
+//! let machine = MachineClass { fingerprint: "…".into(), v: 16 };
+//! let model = Model::load_for("model.json".as_ref(), &machine)?;
+//! // Measure the container in model.baseline(), then in model.probe().
+//! let baseline = Observation { value: 1000.0, spread: 10.0, ..Default::default() };
+//! let probe = Observation { value: 1200.0, spread: 12.0, ..Default::default() };
+//! let prediction = model.predict(&baseline, &probe)?;
+//! if prediction.novelty.is_some() { /* no training workload behaved like this */ }
+//! # Ok(()) }
+//! ```
+
+pub mod accuracy;
+pub mod atomic_file;
+pub mod categories;
+pub mod cv;
+pub mod data;
+pub mod evaluation;
+pub mod features;
+pub mod forest;
+pub mod model;
+pub mod model_file;
+mod probe;
+mod table;
+#[cfg(test)]
+mod test_data;
+pub mod train;
+
+pub use data::{Dataset, Provenance};
+pub use evaluation::{Evaluation, evaluate};
+pub use features::Observation;
+pub use model::{MachineClass, Model, Prediction};
+pub use model_file::ModelFileError;
+pub use table::RowInfo;
+pub use train::{TrainOptions, fit, linfa_dataset};

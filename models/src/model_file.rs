@@ -1,0 +1,228 @@
+//! Model files: `{"format":"placed-model","version":1,"sha256":"…","model":{…}}`. The
+//! checksum covers the exact bytes of `model`, so a damaged file that still parses is caught;
+//! the version is the format's own, independent of the crate's. Writes are atomic.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use crate::model::{MachineClass, Model, ModelBody, id_of, sha256_hex};
+
+/// The `format` field of every model file.
+pub const MODEL_FORMAT: &str = "placed-model";
+/// The model file version this build reads and writes.
+pub const MODEL_VERSION: u32 = 1;
+
+/// Why a model file could not be read, used or written.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelFileError {
+    /// Reading, writing or renaming failed.
+    #[error("cannot {action} model file {path}")]
+    Io {
+        /// What was being done: `read`, `write`, `rename`, `sync`.
+        action: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// The file ends early: an interrupted copy or a full disk.
+    #[error("model file {path} is truncated; train again or copy it again")]
+    Truncated {
+        /// The file.
+        path: PathBuf,
+    },
+    /// Not JSON, or JSON of the wrong shape.
+    #[error("model file {path} is corrupt")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// The parser's complaint.
+        source: serde_json::Error,
+    },
+    /// JSON, but not a placed model.
+    #[error("{path} is not a placed model file (format {found:?}, expected {MODEL_FORMAT:?})")]
+    NotAModel {
+        /// The file.
+        path: PathBuf,
+        /// The `format` it has.
+        found: String,
+    },
+    /// A format version this build does not read.
+    #[error(
+        "model file {path} has version {found}; this build reads version {supported}: retrain with this placed-train"
+    )]
+    UnsupportedVersion {
+        /// The file.
+        path: PathBuf,
+        /// Its version.
+        found: u32,
+        /// The version this build reads.
+        supported: u32,
+    },
+    /// The body's bytes do not match the stored checksum.
+    #[error("model file {path} is damaged: its checksum does not match its contents")]
+    ChecksumMismatch {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The model could not be encoded (a bug, not a file problem).
+    #[error("cannot encode the model for {path}")]
+    Encode {
+        /// The file being written.
+        path: PathBuf,
+        /// The encoder's complaint.
+        source: serde_json::Error,
+    },
+    /// The body parsed but contradicts itself.
+    #[error("model file {path} is inconsistent: {reason}")]
+    Inconsistent {
+        /// The file.
+        path: PathBuf,
+        /// What contradicts what.
+        reason: String,
+    },
+    /// Trained for another machine class.
+    #[error(
+        "model file {path} is for machine class {found:?}, this machine is {expected:?}: train a model on this machine class"
+    )]
+    WrongMachine {
+        /// The file.
+        path: PathBuf,
+        /// This machine's fingerprint.
+        expected: String,
+        /// The model's fingerprint.
+        found: String,
+    },
+    /// Trained for another container size.
+    #[error("model file {path} is for containers of {found} vCPUs, not {expected}")]
+    WrongV {
+        /// The file.
+        path: PathBuf,
+        /// The v asked for.
+        expected: u32,
+        /// The model's v.
+        found: u32,
+    },
+}
+
+#[derive(Deserialize)]
+struct Head {
+    format: String,
+    version: u32,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Envelope<'a> {
+    format: String,
+    version: u32,
+    sha256: String,
+    #[serde(borrow)]
+    model: &'a RawValue,
+}
+
+impl Model {
+    /// Reads and checks a model file.
+    pub fn load(path: &Path) -> Result<Self, ModelFileError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ModelFileError::Io {
+            action: "read",
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::from_file_text(&text, path)
+    }
+
+    /// Reads a model file and refuses it unless it is for `machine`.
+    pub fn load_for(path: &Path, machine: &MachineClass) -> Result<Self, ModelFileError> {
+        let model = Self::load(path)?;
+        let found = model.machine();
+        if found.fingerprint != machine.fingerprint {
+            return Err(ModelFileError::WrongMachine {
+                path: path.to_owned(),
+                expected: machine.fingerprint.clone(),
+                found: found.fingerprint.clone(),
+            });
+        }
+        if found.v != machine.v {
+            return Err(ModelFileError::WrongV {
+                path: path.to_owned(),
+                expected: machine.v,
+                found: found.v,
+            });
+        }
+        Ok(model)
+    }
+
+    fn from_file_text(text: &str, path: &Path) -> Result<Self, ModelFileError> {
+        let parse_error = |source: serde_json::Error| {
+            if source.is_eof() {
+                ModelFileError::Truncated {
+                    path: path.to_owned(),
+                }
+            } else {
+                ModelFileError::Corrupt {
+                    path: path.to_owned(),
+                    source,
+                }
+            }
+        };
+        // Format and version first, so a future layout is refused as such, not as corrupt.
+        let head: Head = serde_json::from_str(text).map_err(parse_error)?;
+        if head.format != MODEL_FORMAT {
+            return Err(ModelFileError::NotAModel {
+                path: path.to_owned(),
+                found: head.format,
+            });
+        }
+        if head.version != MODEL_VERSION {
+            return Err(ModelFileError::UnsupportedVersion {
+                path: path.to_owned(),
+                found: head.version,
+                supported: MODEL_VERSION,
+            });
+        }
+        let envelope: Envelope<'_> = serde_json::from_str(text).map_err(parse_error)?;
+        let bytes = envelope.model.get().as_bytes();
+        if sha256_hex(bytes) != envelope.sha256 {
+            return Err(ModelFileError::ChecksumMismatch {
+                path: path.to_owned(),
+            });
+        }
+        let body: ModelBody = serde_json::from_slice(bytes).map_err(parse_error)?;
+        Self::from_body(body, id_of(bytes)).map_err(|reason| ModelFileError::Inconsistent {
+            path: path.to_owned(),
+            reason,
+        })
+    }
+
+    /// Writes the model atomically: a temporary file in the same directory, fsync, rename,
+    /// fsync of the directory, so a crash leaves the old file or the new one, never half.
+    pub fn save(&self, path: &Path) -> Result<(), ModelFileError> {
+        let io = |action, p: &Path| {
+            let p = p.to_owned();
+            move |source| ModelFileError::Io {
+                action,
+                path: p,
+                source,
+            }
+        };
+        let encode = |source| ModelFileError::Encode {
+            path: path.to_owned(),
+            source,
+        };
+        let body = serde_json::to_string(&self.body).map_err(encode)?;
+        let raw = RawValue::from_string(body).map_err(encode)?;
+        let envelope = Envelope {
+            format: MODEL_FORMAT.to_owned(),
+            version: MODEL_VERSION,
+            sha256: sha256_hex(raw.get().as_bytes()),
+            model: &raw,
+        };
+        let text = serde_json::to_string(&envelope).map_err(encode)?;
+        crate::atomic_file::write(path, &[text.as_bytes(), b"\n"]).map_err(io("write", path))
+    }
+}
+
+#[cfg(test)]
+mod tests;

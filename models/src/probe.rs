@@ -1,0 +1,84 @@
+//! Probe selection: the second placement a container is measured in is the one whose
+//! observation predicts the rest best, judged by leave-one-family-out cross-validation of
+//! the forest (thesis §2.4.2, "selected during the model training").
+
+use linfa::prelude::*;
+use ndarray::Array2;
+
+use crate::accuracy::Accuracy;
+use crate::cv::{Fold, out_of_fold};
+use crate::features::Feature;
+use crate::forest::{ForestError, ForestParams};
+use crate::model::ProbeCandidate;
+use crate::table::PerformanceTable;
+
+/// Out-of-fold forest predictions with `features` observed in the baseline and `probe`.
+pub(crate) fn forest_out_of_fold(
+    table: &PerformanceTable,
+    folds: &[Fold],
+    features: &[Feature],
+    probe: usize,
+    params: &ForestParams,
+) -> Result<Array2<f64>, ForestError> {
+    let n_outputs = table.placements().len();
+    out_of_fold(folds, table.rows().len(), n_outputs, |train, test| {
+        let x = table
+            .features(features, probe, train)
+            .map_err(inconsistent)?;
+        let forest = params.fit(&DatasetBase::new(x, table.targets(train)))?;
+        let x_test = table
+            .features(features, probe, test)
+            .map_err(inconsistent)?;
+        Ok(forest.predict(&x_test))
+    })
+}
+
+/// Validated data always has every counter the table lists; anything else is a bug worth
+/// a clear message rather than a panic.
+fn inconsistent(e: crate::features::ObservationError) -> ForestError {
+    ForestError::Inconsistent {
+        reason: e.to_string(),
+    }
+}
+
+/// Every candidate's cross-validated error and the best candidate's predictions.
+pub(crate) struct ProbeSelection {
+    pub(crate) candidates: Vec<ProbeCandidate>,
+    pub(crate) best: usize,
+    pub(crate) predicted: Array2<f64>,
+}
+
+/// Tries every placement but the baseline as the probe; the lowest mean error wins, ties
+/// going to the earlier placement so the choice is deterministic.
+pub(crate) fn select_probe(
+    table: &PerformanceTable,
+    folds: &[Fold],
+    features: &[Feature],
+    params: &ForestParams,
+) -> Result<ProbeSelection, ForestError> {
+    let baseline = table.baseline();
+    let mut candidates = Vec::new();
+    let mut best: Option<(usize, f64, Array2<f64>)> = None;
+    for probe in (0..table.placements().len()).filter(|&p| p != baseline) {
+        let predicted = forest_out_of_fold(table, folds, features, probe, params)?;
+        let error = Accuracy::new(predicted.view(), table.relative(), &[baseline, probe]).overall();
+        let id = &table.placements()[probe].id;
+        tracing::info!(probe = %id, mean = error.mean, worst = error.worst, "probe candidate");
+        candidates.push(ProbeCandidate {
+            placement: id.clone(),
+            error,
+        });
+        if best.as_ref().is_none_or(|(_, b, _)| error.mean < *b) {
+            best = Some((probe, error.mean, predicted));
+        }
+    }
+    // The table has at least two placements (data validation), so there is a candidate.
+    let (best, _, predicted) = best.ok_or_else(|| ForestError::Inconsistent {
+        reason: "no probe candidate".into(),
+    })?;
+    Ok(ProbeSelection {
+        candidates,
+        best,
+        predicted,
+    })
+}

@@ -1,0 +1,298 @@
+//! Running the real daemon for a test: its own directory, socket, state file and metrics
+//! port; stopped (SIGTERM, then SIGKILL) when the test ends, its log printed if it failed.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use placed::client::{self, Target};
+use placed_proto::v1::placed_client::PlacedClient;
+use tonic::transport::Channel;
+
+use crate::util::{Run, placectl_with};
+
+/// A free TCP port on loopback (bound, read, released: racy only against other tests).
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+    l.local_addr().expect("local address").port()
+}
+
+/// What a test daemon manages and how; the rest of its config is fixed for tests.
+pub struct Setup {
+    /// Plain cgroups whose children it manages.
+    pub cgroups: Vec<String>,
+    pub runtimes: Vec<String>,
+    /// More TOML sections (not ones already written: daemon, grpc, metrics, containers,
+    /// observe).
+    pub extra: String,
+    pub policy_default: String,
+    /// `grpc.tcp`: also serve on TCP (needs a `[grpc.tls]` section in `extra`).
+    pub grpc_tcp: Option<String>,
+}
+
+impl Default for Setup {
+    fn default() -> Self {
+        Self {
+            cgroups: Vec::new(),
+            runtimes: Vec::new(),
+            extra: String::new(),
+            policy_default: "observe".into(),
+            grpc_tcp: None,
+        }
+    }
+}
+
+pub struct TestDaemon {
+    child: Option<Child>,
+    pub socket: PathBuf,
+    pub metrics_port: u16,
+    log: PathBuf,
+    config: PathBuf,
+}
+
+impl TestDaemon {
+    /// Writes the config in `dir` and starts the daemon; returns once it serves.
+    pub fn start(dir: &Path, setup: &Setup) -> Self {
+        let metrics_port = free_port();
+        let quote = |v: &[String]| {
+            v.iter()
+                .map(|s| format!("{s:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let config = format!(
+            r#"
+[daemon]
+state_file = "{dir}/state.json"
+model_dir = "{dir}/models"
+[grpc]
+socket = "{dir}/placed.sock"
+{tcp}
+[metrics]
+listen = "127.0.0.1:{metrics_port}"
+[containers]
+runtimes = [{runtimes}]
+cgroups = [{cgroups}]
+resync_interval = "1s"
+[policy]
+default = "{policy}"
+# This 2-core test machine is shared with the test harness itself: short windows, and no
+# dropping of windows for foreign load (the default would refuse every measurement here).
+[observe]
+warmup = "200ms"
+window = "200ms"
+windows = 8
+max_foreign_load = 1.0
+{extra}
+"#,
+            dir = dir.display(),
+            runtimes = quote(&setup.runtimes),
+            cgroups = quote(&setup.cgroups),
+            policy = setup.policy_default,
+            tcp = setup
+                .grpc_tcp
+                .as_ref()
+                .map(|a| format!("tcp = \"{a}\""))
+                .unwrap_or_default(),
+            extra = setup.extra,
+        );
+        let config_path = dir.join("placed.toml");
+        std::fs::write(&config_path, config).expect("write the test config");
+        std::fs::create_dir_all(dir.join("models")).expect("model dir");
+        let mut d = Self {
+            child: None,
+            socket: dir.join("placed.sock"),
+            metrics_port,
+            log: dir.join("placed.log"),
+            config: config_path,
+        };
+        d.spawn();
+        d
+    }
+
+    /// Starts the daemon process again with the same config (after `stop` or `kill`).
+    pub fn spawn(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .expect("open the log");
+        let child = Command::new(env!("CARGO_BIN_EXE_placed"))
+            .arg("--config")
+            .arg(&self.config)
+            .env("RUST_LOG", "info,placed=debug")
+            .stdout(Stdio::from(log.try_clone().expect("dup log")))
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("start placed");
+        self.child = Some(child);
+        self.wait_serving(Duration::from_secs(60));
+    }
+
+    fn wait_serving(&mut self, limit: Duration) {
+        let start = Instant::now();
+        loop {
+            if let Some(c) = self.child.as_mut() {
+                if let Ok(Some(status)) = c.try_wait() {
+                    panic!(
+                        "placed exited with {status} while starting:\n{}",
+                        self.log()
+                    );
+                }
+            }
+            let run = self.placectl(["status"]);
+            if run.code == Some(0) {
+                return;
+            }
+            if start.elapsed() > limit {
+                panic!("placed did not start serving in {limit:?}:\n{}", self.log());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// SIGTERM, and the exit status (SIGKILL after 30 s).
+    pub fn stop(&mut self) -> Option<ExitStatus> {
+        let mut child = self.child.take()?;
+        // SAFETY: kill(2) on our own child's pid, which we have not reaped yet.
+        unsafe { libc::kill(i32::try_from(child.id()).ok()?, libc::SIGTERM) };
+        let start = Instant::now();
+        loop {
+            if let Ok(Some(s)) = child.try_wait() {
+                return Some(s);
+            }
+            if start.elapsed() > Duration::from_secs(30) {
+                let _ = child.kill();
+                return child.wait().ok();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn placectl<I, S>(&self, args: I) -> Run
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let mut all: Vec<String> = vec!["--socket".into(), self.socket.display().to_string()];
+        all.extend(args.into_iter().map(Into::into));
+        placectl_with(all, &[])
+    }
+
+    pub async fn client(&self) -> PlacedClient<Channel> {
+        client::connect(&Target::Unix(self.socket.clone()))
+            .await
+            .expect("connect to the test daemon")
+    }
+
+    /// Polls `check` on `placectl containers --json` until it holds.
+    pub fn wait_for<F: Fn(&serde_json::Value) -> bool>(&self, what: &str, check: F) {
+        let start = Instant::now();
+        loop {
+            let run = self.placectl(["containers", "--json"]);
+            if run.code == Some(0) && check(&run.json()) {
+                return;
+            }
+            if start.elapsed() > Duration::from_secs(60) {
+                panic!(
+                    "timed out waiting for {what}: {run:?}\n--- daemon log ---\n{}",
+                    self.log()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    pub fn metrics(&self) -> String {
+        let out = Command::new("curl")
+            .args([
+                "-s",
+                &format!("http://127.0.0.1:{}/metrics", self.metrics_port),
+            ])
+            .output();
+        match out {
+            Ok(o) => String::from_utf8_lossy(&o.stdout).into_owned(),
+            Err(_) => http_get(self.metrics_port, "/metrics"),
+        }
+    }
+}
+
+/// A minimal HTTP GET, for hosts without curl.
+fn http_get(port: u16, path: &str) -> String {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return String::new();
+    };
+    let _ = write!(s, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n");
+    let mut body = String::new();
+    let _ = s.read_to_string(&mut body);
+    body
+}
+
+impl Drop for TestDaemon {
+    fn drop(&mut self) {
+        self.stop();
+        if std::thread::panicking() {
+            eprintln!(
+                "--- daemon log ({}) ---\n{}",
+                self.log.display(),
+                self.log()
+            );
+        }
+    }
+}
+
+/// `placed-testload` serving its operation counter on a Prometheus endpoint.
+pub struct TestLoad {
+    pub child: Child,
+    pub addr: String,
+}
+
+impl TestLoad {
+    pub fn start(mode: &str) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_placed-testload"))
+            .args([mode, "--serve", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start placed-testload");
+        let out = child.stdout.take().expect("testload stdout");
+        let mut line = String::new();
+        BufReader::new(out)
+            .read_line(&mut line)
+            .expect("read the testload's ready line");
+        let addr = line
+            .trim()
+            .strip_prefix("ready ")
+            .unwrap_or_default()
+            .to_owned();
+        assert!(!addr.is_empty(), "placed-testload said {line:?}");
+        Self { child, addr }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl crate::cgroup_support::Load for TestLoad {
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The `Cpus_allowed_list` of a process, from /proc.
+pub fn cpus_allowed(pid: u32) -> String {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .map(|v| v.trim().to_owned())
+        .unwrap_or_default()
+}

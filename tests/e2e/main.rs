@@ -1,0 +1,19 @@
+//! End-to-end tests: the real binaries, driven as an operator would drive them.
+//!
+//! One test binary (built as the `placed` package's `e2e` test so that cargo hands it the
+//! real executables); one module per area.
+
+#[path = "../support/cgroup.rs"]
+mod cgroup_support;
+mod daemon;
+mod daemon_util;
+mod docker;
+#[path = "../support/docker.rs"]
+mod docker_support;
+mod enact;
+mod guest;
+#[path = "../support/guest.rs"]
+mod guest_support;
+mod offline;
+mod tls;
+mod util;

@@ -1,0 +1,157 @@
+//! The daemon over TCP with TLS and client certificates, for remote orchestrators; and
+//! what a bad certificate or a client without one gets.
+
+use std::path::{Path, PathBuf};
+
+use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+
+use crate::daemon_util::{Setup, TestDaemon, free_port};
+
+/// A CA, a server certificate for 127.0.0.1 and a client certificate, all signed by it;
+/// and a second, unrelated CA.
+struct Pki {
+    ca: PathBuf,
+    server_cert: PathBuf,
+    server_key: PathBuf,
+    client_cert: PathBuf,
+    client_key: PathBuf,
+    other_ca: PathBuf,
+}
+
+fn ca(name: &str) -> (rcgen::Certificate, KeyPair) {
+    let key = KeyPair::generate().expect("key");
+    let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, name);
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    (params.self_signed(&key).expect("self-signed CA"), key)
+}
+
+fn leaf(names: &[&str], ca: &rcgen::Certificate, ca_key: &KeyPair) -> (String, String) {
+    let key = KeyPair::generate().expect("key");
+    let params = CertificateParams::new(names.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>())
+        .expect("params");
+    let cert = params.signed_by(&key, ca, ca_key).expect("signed");
+    (cert.pem(), key.serialize_pem())
+}
+
+fn pki(dir: &Path) -> Pki {
+    let (ca_cert, ca_key) = ca("placed test CA");
+    let (other, _) = ca("someone else's CA");
+    let (server_cert, server_key) = leaf(&["127.0.0.1", "localhost"], &ca_cert, &ca_key);
+    let (client_cert, client_key) = leaf(&["orchestrator"], &ca_cert, &ca_key);
+    let write = |name: &str, body: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, body).expect("write PEM");
+        p
+    };
+    Pki {
+        ca: write("ca.pem", &ca_cert.pem()),
+        server_cert: write("server.pem", &server_cert),
+        server_key: write("server.key", &server_key),
+        client_cert: write("client.pem", &client_cert),
+        client_key: write("client.key", &client_key),
+        other_ca: write("other-ca.pem", &other.pem()),
+    }
+}
+
+#[test]
+fn tls_with_client_certificates() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = pki(dir.path());
+    let port = free_port();
+    let d = TestDaemon::start(
+        dir.path(),
+        &Setup {
+            extra: format!(
+                "[grpc.tls]\ncert = \"{}\"\nkey = \"{}\"\nclient_ca = \"{}\"\n",
+                p.server_cert.display(),
+                p.server_key.display(),
+                p.ca.display()
+            ),
+            grpc_tcp: Some(format!("127.0.0.1:{port}")),
+            ..Setup::default()
+        },
+    );
+    let url = format!("https://127.0.0.1:{port}");
+    let s = |v: &PathBuf| v.display().to_string();
+    // With a client certificate the CA signed: served.
+    let run = d
+        .placectl([
+            "status",
+            "--addr",
+            &url,
+            "--ca",
+            &s(&p.ca),
+            "--cert",
+            &s(&p.client_cert),
+            "--key",
+            &s(&p.client_key),
+        ])
+        .ok();
+    assert!(run.stdout.contains("Class"), "{run:?}");
+    // Without one: refused by the server.
+    let run = d.placectl(["status", "--addr", &url, "--ca", &s(&p.ca)]);
+    assert_eq!(run.code, Some(2), "{run:?}");
+    assert!(run.stderr.starts_with("placectl: error:"), "{run:?}");
+    // A server this client does not trust: refused by the client.
+    let run = d.placectl([
+        "status",
+        "--addr",
+        &url,
+        "--ca",
+        &s(&p.other_ca),
+        "--cert",
+        &s(&p.client_cert),
+        "--key",
+        &s(&p.client_key),
+    ]);
+    assert_eq!(run.code, Some(2), "{run:?}");
+    assert_eq!(run.stderr.lines().count(), 1, "{run:?}");
+}
+
+#[test]
+fn malformed_tls_files_stop_the_daemon_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let garbage = dir.path().join("garbage.pem");
+    std::fs::write(&garbage, "-----BEGIN CERTIFICATE-----\nnot base64 at all\n").unwrap();
+    let config = dir.path().join("placed.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[daemon]\nstate_file = \"{d}/state.json\"\n[grpc]\nsocket = \"{d}/s.sock\"\ntcp = \"127.0.0.1:{port}\"\n[grpc.tls]\ncert = \"{g}\"\nkey = \"{g}\"\n[metrics]\nenabled = false\n",
+            d = dir.path().display(),
+            port = free_port(),
+            g = garbage.display()
+        ),
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_placed"))
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("placed: error:"), "{err}");
+    assert!(
+        err.to_lowercase().contains("tls") || err.contains("certificate"),
+        "{err}"
+    );
+    // And TCP without TLS is refused by the config check.
+    std::fs::write(
+        &config,
+        format!(
+            "[grpc]\nsocket = \"{d}/s.sock\"\ntcp = \"127.0.0.1:1\"\n",
+            d = dir.path().display()
+        ),
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_placed"))
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs grpc.tls"));
+}

@@ -1,0 +1,50 @@
+//! Finding numa-vm (a QEMU guest with several NUMA nodes and cgroup v2, see
+//! `numa-vm/README.md` in the shared folder), shared by the test binaries that boot one.
+
+// Each binary uses a different subset.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+/// The numa-vm script: `PLACED_NUMA_VM`, else the shared folder beside the workspace.
+pub fn numa_vm() -> Option<PathBuf> {
+    let workspace = workspace();
+    std::env::var_os("PLACED_NUMA_VM")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain([
+            workspace.join("../shared/numa-vm/numa-vm"),
+            PathBuf::from("/work/shared/numa-vm/numa-vm"),
+        ])
+        .find(|p| p.exists())
+}
+
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_owned)
+        .unwrap_or_default()
+}
+
+pub fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).exists()))
+}
+
+/// Why a guest cannot be booted here, if it cannot.
+pub fn unavailable() -> Option<String> {
+    if std::env::var_os("PLACED_IN_GUEST").is_some() {
+        return Some("already inside the guest".into());
+    }
+    if numa_vm().is_none() {
+        return Some("numa-vm is not installed (set PLACED_NUMA_VM)".into());
+    }
+    if !on_path("qemu-system-x86_64") {
+        return Some("qemu-system-x86_64 is not installed (numa-vm setup installs it)".into());
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("numa-vm runs as root only".into());
+    }
+    None
+}

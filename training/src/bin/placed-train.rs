@@ -1,0 +1,546 @@
+//! `placed-train`: collect training data on this host, calibrate its interconnect, fit and
+//! evaluate models, the whole loop in one command, and simulated data for experiments.
+//!
+//! Exit codes: 0 success, 2 error (the error chain is printed once, on one line), 3 `train`
+//! on a host with a single important placement (nothing to predict), 130 interrupted.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::{Args, Parser};
+use placed::machine::{Machine, TopologySource};
+use placed::observe::Protocol;
+use placed::placement::important_placements;
+use placed_models::categories::CategoryParams;
+use placed_models::forest::ForestParams;
+use placed_models::{Dataset, TrainOptions, evaluate, fit};
+use placed_training::collect::{self, CollectError, Summary, human};
+use placed_training::pipeline::{self, PipelineError};
+use placed_training::simulate::{SimMachine, SimulationOptions, simulate};
+use placed_training::workloads::{self, kernels};
+use placed_training::{calibrate, plot, report};
+
+#[derive(Parser, Debug)]
+#[command(name = "placed-train", version, about)]
+enum Cli {
+    /// Run workloads in every important placement of this host and append the measurements
+    /// to a data file (resumes an interrupted collection). Needs root and cpusets.
+    Collect {
+        #[command(flatten)]
+        collect: CollectFlags,
+    },
+    /// Measure the memory bandwidth of node sets and write a machine file with this host's
+    /// interconnect (needs the built-in stream-triad workload).
+    Calibrate {
+        /// Where to write the machine file.
+        #[arg(long, default_value = "machine.json")]
+        out: PathBuf,
+        /// Seconds of measurement per node set (after a 1 s warm-up).
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+    },
+    /// The whole loop: collect (resuming), fit, evaluate, and install the model where the
+    /// daemon finds it.
+    Train {
+        #[command(flatten)]
+        collect: CollectFlags,
+        /// The daemon's model directory (its `model_dir`).
+        #[arg(long)]
+        model_dir: PathBuf,
+        #[command(flatten)]
+        train: TrainFlags,
+    },
+    /// Fit a model on a data file and write it.
+    Fit {
+        /// Training data (JSON lines, see docs/models.md).
+        #[arg(long)]
+        data: PathBuf,
+        /// Where to write the model file.
+        #[arg(long)]
+        out: PathBuf,
+        #[command(flatten)]
+        train: TrainFlags,
+    },
+    /// Cross-validate the forest, the category mean and the counter baseline on a data file
+    /// and print their accuracy per workload and placement.
+    Evaluate {
+        /// Training data (JSON lines, see docs/models.md).
+        #[arg(long)]
+        data: PathBuf,
+        /// Also write one SVG of predicted against actual per workload into this directory.
+        #[arg(long)]
+        plots: Option<PathBuf>,
+        #[command(flatten)]
+        train: TrainFlags,
+    },
+    /// Write SIMULATED training data for a topology and v (no hardware is measured).
+    Simulate {
+        #[command(flatten)]
+        topology: TopologyFlags,
+        /// Machine file adding or overriding concerns.
+        #[arg(long)]
+        machine_file: Option<PathBuf>,
+        /// vCPUs per container.
+        #[arg(long)]
+        vcpus: usize,
+        /// Where to write the data.
+        #[arg(long)]
+        out: PathBuf,
+        /// Workload families (archetypes are dealt round-robin over 8).
+        #[arg(long, default_value_t = 24)]
+        families: usize,
+        /// Workloads per family.
+        #[arg(long, default_value_t = 8)]
+        workloads_per_family: usize,
+        /// Relative measurement noise.
+        #[arg(long, default_value_t = 0.01)]
+        noise: f64,
+        /// Seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+    },
+    /// Training workloads: list them, or run one kernel (what the collector starts).
+    #[command(subcommand)]
+    Workload(WorkloadCmd),
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum WorkloadCmd {
+    /// Run a built-in kernel in this process, printing its running operation total every
+    /// 50 ms (the collector starts this inside the placement's cgroup).
+    #[command(hide = true)]
+    Run {
+        /// The built-in workload.
+        name: String,
+        /// Worker threads.
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+        /// Stop after this many seconds (default: run until killed).
+        #[arg(long)]
+        seconds: Option<f64>,
+    },
+    /// List the built-in workloads and those of a definition file, and whether each can
+    /// run on this host.
+    List {
+        /// External workload definitions (TOML, see docs/training.md).
+        #[arg(long)]
+        workload_file: Vec<PathBuf>,
+        /// One JSON object per line instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args, Debug)]
+#[group(required = true, multiple = false)]
+struct TopologyFlags {
+    /// An hwloc XML topology file.
+    #[arg(long)]
+    topology: Option<PathBuf>,
+    /// An hwloc synthetic description, e.g. "pack:4 numa:2 l3:1 core:8 pu:2".
+    #[arg(long)]
+    synthetic: Option<String>,
+    /// This host's topology.
+    #[arg(long)]
+    host: bool,
+}
+
+#[derive(Args, Debug)]
+struct CollectFlags {
+    /// vCPUs per container: the workloads' thread count.
+    #[arg(long)]
+    vcpus: usize,
+    /// Workload names, comma-separated (built-in ones, or those of --workload-file);
+    /// `builtin` for every built-in one, `all` for those and every installed external one.
+    #[arg(long, value_delimiter = ',', required = true)]
+    workloads: Vec<String>,
+    /// External workload definitions (TOML, see docs/training.md).
+    #[arg(long)]
+    workload_file: Option<PathBuf>,
+    /// Runs of each workload (each run is one training row).
+    #[arg(long, default_value_t = 1)]
+    runs: u32,
+    /// The data file (`collect`; `train` defaults to data-v<N>.jsonl in --model-dir).
+    #[arg(long, alias = "data")]
+    out: Option<PathBuf>,
+    /// Machine file applied to the host's machine model (e.g. from `calibrate`).
+    #[arg(long)]
+    machine_file: Option<PathBuf>,
+    /// Seconds discarded after the workload starts [default: the protocol's, 2].
+    #[arg(long)]
+    warmup: Option<f64>,
+    /// Undisturbed windows per measurement [default: 16].
+    #[arg(long)]
+    windows: Option<usize>,
+    /// Seconds per window [default: 0.5].
+    #[arg(long)]
+    window: Option<f64>,
+    /// Fewest undisturbed windows that still make a measurement [default: half of --windows, at least 6].
+    #[arg(long)]
+    min_windows: Option<usize>,
+    /// Share of the workload's PUs other tasks may take before a window counts as
+    /// disturbed [default: 0.05]; 1 turns the rule off (a shared test machine).
+    #[arg(long)]
+    max_foreign: Option<f64>,
+    /// Further attempts for a measurement the protocol refuses, before it is skipped.
+    #[arg(long, default_value_t = 2)]
+    retries: u32,
+}
+
+impl CollectFlags {
+    fn protocol(&self) -> anyhow::Result<Protocol> {
+        let mut p = Protocol::default();
+        let secs = |s: f64, what: &str| {
+            anyhow::ensure!(
+                s.is_finite() && s >= 0.0,
+                "--{what} must be a number of seconds >= 0"
+            );
+            Ok(Duration::from_secs_f64(s))
+        };
+        if let Some(w) = self.warmup {
+            p.warmup = secs(w, "warmup")?;
+        }
+        if let Some(w) = self.window {
+            p.window = secs(w, "window")?;
+        }
+        if let Some(n) = self.windows {
+            p.windows = n;
+            p.extra_windows = n / 2;
+            p.min_windows = (n / 2).max(6).min(n);
+        }
+        if let Some(n) = self.min_windows {
+            p.min_windows = n;
+        }
+        if let Some(f) = self.max_foreign {
+            p.rules.max_foreign = f;
+        }
+        p.validate().context("the protocol options")?;
+        Ok(p)
+    }
+
+    fn options(&self, default_out: Option<PathBuf>) -> anyhow::Result<collect::Options> {
+        let out = self
+            .out
+            .clone()
+            .or(default_out)
+            .context("--out is required")?;
+        Ok(collect::Options {
+            vcpus: self.vcpus,
+            runs: self.runs,
+            protocol: self.protocol()?,
+            retries: self.retries,
+            out,
+            machine_file: self.machine_file.clone(),
+            exe: std::env::current_exe().context("finding the placed-train binary")?,
+        })
+    }
+
+    fn jobs(&self) -> anyhow::Result<Vec<Box<dyn collect::Job>>> {
+        Ok(collect::resolve(
+            &self.workloads,
+            self.workload_file.as_deref(),
+        )?)
+    }
+}
+
+#[derive(Args, Debug)]
+struct TrainFlags {
+    /// Baseline placement id (default: the data's first placement).
+    #[arg(long)]
+    baseline: Option<String>,
+    /// Trees in the final forest.
+    #[arg(long, default_value_t = 100)]
+    trees: usize,
+    /// Trees per cross-validation forest (default: as many as --trees).
+    #[arg(long)]
+    cv_trees: Option<usize>,
+    /// Seed for the forest and k-means.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Do not feed counters to the forest even when the data has them.
+    #[arg(long)]
+    no_counters: bool,
+}
+
+impl TrainFlags {
+    fn options(&self) -> TrainOptions {
+        TrainOptions {
+            baseline: self.baseline.clone(),
+            forest: ForestParams::new().n_trees(self.trees).seed(self.seed),
+            cv_trees: self.cv_trees,
+            categories: CategoryParams {
+                seed: self.seed,
+                ..CategoryParams::default()
+            },
+            counters_as_inputs: !self.no_counters,
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("placed-train: error: {e:#}");
+            let interrupted = |c: &CollectError| matches!(c, CollectError::Interrupted { .. });
+            let code = if let Some(p) = e.downcast_ref::<PipelineError>() {
+                match p {
+                    PipelineError::Collect(c) if interrupted(c) => 130,
+                    p => p.exit_code(),
+                }
+            } else if e.downcast_ref::<CollectError>().is_some_and(interrupted)
+                || matches!(
+                    e.downcast_ref::<calibrate::CalibrateError>(),
+                    Some(calibrate::CalibrateError::Interrupted { .. })
+                )
+            {
+                130
+            } else {
+                2
+            };
+            ExitCode::from(code)
+        }
+    }
+}
+
+fn print_collection(s: &Summary, out: &Path) {
+    println!(
+        "collected {} measurement(s) in {} ({} already in the file, {} of {} done) for v = {} on {}, {} placement(s); data labelled {} ({})",
+        s.measured,
+        human(s.elapsed),
+        s.already_done,
+        s.already_done + s.measured,
+        s.total,
+        s.header.v,
+        s.header.fingerprint,
+        s.header.placements.len(),
+        s.provenance,
+        s.provenance_evidence
+    );
+    for skipped in &s.skipped {
+        println!("skipped: {skipped}");
+    }
+    println!("data: {}", out.display());
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli {
+        Cli::Collect { collect } => {
+            let options = collect.options(None)?;
+            let jobs = collect.jobs()?;
+            let summary = collect::collect(&jobs, &options)?;
+            print_collection(&summary, &options.out);
+            if let [only] = summary.header.placements.as_slice() {
+                println!(
+                    "note: this host has a single important placement for v = {} ({}): the data records the workloads' rates, but no model can be fit from it",
+                    summary.header.v, only.id
+                );
+            }
+            anyhow::ensure!(
+                summary.complete(),
+                "{} measurement(s) skipped; run the same command again to retry them",
+                summary.skipped.len()
+            );
+        }
+        Cli::Calibrate { out, seconds } => {
+            anyhow::ensure!(
+                seconds.is_finite() && seconds > 0.0,
+                "--seconds must be positive"
+            );
+            let c = calibrate::calibrate(&calibrate::Options {
+                seconds,
+                out: out.clone(),
+                exe: std::env::current_exe().context("finding the placed-train binary")?,
+            })?;
+            if c.nodes == 1 {
+                println!(
+                    "one NUMA node: the interconnect has nothing to order; the file records its bandwidth ({:.4e} {}) and loads",
+                    c.file.pair(0, 0).unwrap_or(f64::NAN),
+                    c.file.unit()
+                );
+            }
+            println!(
+                "wrote {} ({} node(s), {} node set(s)); with it this host is machine class {}",
+                out.display(),
+                c.nodes,
+                c.file.sets().len(),
+                c.fingerprint
+            );
+        }
+        Cli::Train {
+            collect,
+            model_dir,
+            train,
+        } => {
+            let default = model_dir.join(format!("data-v{}.jsonl", collect.vcpus));
+            let options = collect.options(Some(default))?;
+            let jobs = collect.jobs()?;
+            let trained = pipeline::train(&jobs, &options, &train.options(), &model_dir)?;
+            print_collection(&trained.collection, &options.out);
+            print!("{}", report::evaluation_tables(&trained.evaluation));
+            print!("{}", report::model_summary(&trained.model));
+            println!(
+                "installed model {} in {}",
+                trained.model.id(),
+                trained.installed.display()
+            );
+        }
+        Cli::Fit { data, out, train } => {
+            let dataset = Dataset::load(&data)?;
+            let (model, _) = fit(&dataset, &train.options()).context("fitting the model")?;
+            model.save(&out)?;
+            print!("{}", report::model_summary(&model));
+            println!("wrote {}", out.display());
+        }
+        Cli::Evaluate { data, plots, train } => {
+            let dataset = Dataset::load(&data)?;
+            let evaluation = evaluate(&dataset, &train.options()).context("evaluating")?;
+            print!("{}", report::evaluation_tables(&evaluation));
+            if let Some(dir) = plots {
+                let written = plot::write_plots(&evaluation, &dir)?;
+                println!("\nwrote {} plots into {}", written.len(), dir.display());
+            }
+        }
+        Cli::Simulate {
+            topology,
+            machine_file,
+            vcpus,
+            out,
+            families,
+            workloads_per_family,
+            noise,
+            seed,
+        } => {
+            let source = match (topology.topology, topology.synthetic) {
+                (Some(path), _) => TopologySource::XmlFile(path),
+                (None, Some(s)) => TopologySource::Synthetic(s),
+                (None, None) => TopologySource::Host,
+            };
+            let machine = Machine::load(&source, machine_file.as_deref())?;
+            let set = important_placements(&machine, vcpus)?;
+            let sim = SimMachine::from_placed(&machine, &set)?;
+            let options = SimulationOptions {
+                families,
+                workloads_per_family,
+                noise,
+                seed,
+                ..SimulationOptions::default()
+            };
+            let dataset = simulate(&sim, &options)?;
+            dataset.save(&out)?;
+            println!(
+                "wrote SIMULATED training data (no hardware measured): {} workloads in {} families x {} placements of {} for v = {vcpus} to {}",
+                families * workloads_per_family,
+                families,
+                set.placements.len(),
+                set.fingerprint,
+                out.display()
+            );
+        }
+        Cli::Workload(cmd) => run_workload(cmd)?,
+    }
+    Ok(())
+}
+
+fn workload_table(all: &[workloads::Workload]) -> String {
+    let rows: Vec<[String; 5]> = all
+        .iter()
+        .map(|w| {
+            [
+                w.name.clone(),
+                w.family.clone(),
+                w.unit.clone(),
+                if w.builtin { "builtin" } else { "external" }.into(),
+                w.unavailable()
+                    .map_or_else(|| "yes".into(), |why| format!("no ({why})")),
+            ]
+        })
+        .collect();
+    let header = ["NAME", "FAMILY", "UNIT", "KIND", "AVAILABLE"].map(String::from);
+    let mut widths = [0usize; 5];
+    for row in std::iter::once(&header).chain(&rows) {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.len());
+        }
+    }
+    let mut out = String::new();
+    for row in std::iter::once(&header).chain(&rows) {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn run_workload(cmd: WorkloadCmd) -> anyhow::Result<()> {
+    match cmd {
+        WorkloadCmd::Run {
+            name,
+            threads,
+            seconds,
+        } => {
+            let Some(spec) = kernels::find(&name) else {
+                let known: Vec<&str> = kernels::KERNELS.iter().map(|k| k.name).collect();
+                anyhow::bail!("no built-in workload {name:?}; known: {}", known.join(", "));
+            };
+            let kernel = (spec.build)(threads);
+            let stdout = std::io::stdout();
+            let mut out = stdout.lock();
+            match kernels::runner::run(kernel.as_ref(), threads, seconds, &mut out) {
+                Ok(()) => {}
+                // The reader is gone (the collector stopped listening): a normal end.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                Err(e) => return Err(e).context("running the kernel"),
+            }
+        }
+        WorkloadCmd::List {
+            workload_file,
+            json,
+        } => {
+            let mut all = workloads::builtin();
+            for file in &workload_file {
+                all.extend(workloads::load(file)?);
+            }
+            if json {
+                for w in &all {
+                    let line = serde_json::json!({
+                        "name": w.name,
+                        "family": w.family,
+                        "unit": w.unit,
+                        "builtin": w.builtin,
+                        "available": w.available(),
+                        "unavailable_because": w.unavailable(),
+                    });
+                    println!("{line}");
+                }
+            } else {
+                print!("{}", workload_table(&all));
+            }
+        }
+    }
+    Ok(())
+}

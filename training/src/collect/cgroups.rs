@@ -1,0 +1,179 @@
+//! The cgroups a collection runs its workloads in: one parent `placed-train-<pid>` below the
+//! root of the cpuset hierarchy and one child per run, each removed by a guard on every
+//! path out (success, error, panic; signals become errors first, see `interrupt`).
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use placed::cgroup::{CgroupPath, Cgroups};
+use placed::cpuset::{CpuSet, NodeSet};
+
+/// Prefix of every cgroup a collector creates; the rest is its pid.
+pub const PREFIX: &str = "placed-train-";
+
+/// How long a guard waits for killed processes to leave a cgroup before removing it.
+const DRAIN: Duration = Duration::from_secs(5);
+
+/// A cgroup operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CgroupError {
+    #[error("no usable cpuset hierarchy (run as root on a host with cpusets)")]
+    Detect(#[source] Box<placed::cgroup::Error>),
+    #[error("cannot create cgroup {cgroup}")]
+    Create {
+        cgroup: String,
+        #[source]
+        source: Box<placed::cgroup::Error>,
+    },
+    #[error("invalid cgroup name {name:?}")]
+    Name {
+        name: String,
+        #[source]
+        source: placed::cgroup::BadPath,
+    },
+}
+
+/// The collector's parent cgroup; dropping it removes it and anything left below it.
+#[derive(Debug)]
+pub struct Parent {
+    cgroups: Cgroups,
+    path: CgroupPath,
+    next: usize,
+}
+
+impl Parent {
+    /// Creates `placed-train-<pid>` with every PU and node the runs may use, after removing
+    /// what collectors that died without cleaning up (SIGKILL) left behind.
+    pub fn create(cpus: &CpuSet, mems: &NodeSet) -> Result<Self, CgroupError> {
+        let cgroups = Cgroups::detect().map_err(|e| CgroupError::Detect(Box::new(e)))?;
+        remove_stale(&cgroups);
+        let name = format!("{PREFIX}{}", std::process::id());
+        let path = CgroupPath::parse(&name).map_err(|source| CgroupError::Name {
+            name: name.clone(),
+            source,
+        })?;
+        // A leftover of this very pid (a reused pid after a crash) is ours by name too.
+        if cgroups.exists(&path).unwrap_or(false) {
+            remove_tree(&cgroups, &path);
+        }
+        cgroups
+            .create(&path, cpus, mems)
+            .map_err(|source| CgroupError::Create {
+                cgroup: path.to_string(),
+                source: Box::new(source),
+            })?;
+        Ok(Self {
+            cgroups,
+            path,
+            next: 0,
+        })
+    }
+
+    /// A fresh child cgroup for one run, on `cpus` and `mems`.
+    pub fn run(&mut self, cpus: &CpuSet, mems: &NodeSet) -> Result<RunCgroup, CgroupError> {
+        let name = format!("run-{}", self.next);
+        self.next += 1;
+        let path = self.path.child(&name).map_err(|source| CgroupError::Name {
+            name: name.clone(),
+            source,
+        })?;
+        self.cgroups
+            .create(&path, cpus, mems)
+            .map_err(|source| CgroupError::Create {
+                cgroup: path.to_string(),
+                source: Box::new(source),
+            })?;
+        Ok(RunCgroup {
+            dir: path.under(self.cgroups.root()),
+            cgroups: self.cgroups.clone(),
+            path,
+        })
+    }
+
+    pub fn path(&self) -> &CgroupPath {
+        &self.path
+    }
+}
+
+impl Drop for Parent {
+    fn drop(&mut self) {
+        remove_tree(&self.cgroups, &self.path);
+    }
+}
+
+/// One run's cgroup; dropping it kills what still runs in it and removes it.
+#[derive(Debug)]
+pub struct RunCgroup {
+    cgroups: Cgroups,
+    path: CgroupPath,
+    dir: PathBuf,
+}
+
+impl RunCgroup {
+    /// The directory processes join by writing their pid to `cgroup.procs`.
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
+    }
+}
+
+impl Drop for RunCgroup {
+    fn drop(&mut self) {
+        remove_tree(&self.cgroups, &self.path);
+    }
+}
+
+/// Removes `placed-train-<pid>` trees whose collector is no longer alive. Their processes
+/// are workloads that collector started (they outlive a SIGKILLed parent).
+fn remove_stale(cgroups: &Cgroups) {
+    let Ok(children) = cgroups.children(&CgroupPath::root()) else {
+        return;
+    };
+    for child in children {
+        let Some(pid) = child.name().strip_prefix(PREFIX) else {
+            continue;
+        };
+        let Ok(pid) = pid.parse::<u32>() else {
+            continue;
+        };
+        if pid != std::process::id() && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            tracing::warn!(cgroup = %child, "removing the cgroups of a collector that died");
+            eprintln!("placed-train: removing {child}, left by collector {pid} that died");
+            remove_tree(cgroups, &child);
+        }
+    }
+}
+
+/// Kills every process in the tree (all started by a collector), waits for them to leave,
+/// and removes the cgroups, children first. Best effort: failures are logged, never
+/// raised, because this runs in destructors.
+fn remove_tree(cgroups: &Cgroups, root: &CgroupPath) {
+    let tree = cgroups.subtree(root).unwrap_or_else(|_| vec![root.clone()]);
+    let deadline = Instant::now() + DRAIN;
+    for cg in tree.iter().rev() {
+        loop {
+            let procs = cgroups.procs(cg).unwrap_or_default();
+            if procs.is_empty() {
+                break;
+            }
+            for pid in &procs {
+                let Ok(pid) = libc::pid_t::try_from(*pid) else {
+                    continue;
+                };
+                // SAFETY: kill has no memory preconditions; the pid is in a cgroup this
+                // program created, so it is one of our workloads.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+            }
+            if Instant::now() > deadline {
+                tracing::warn!(cgroup = %cg, ?procs, "processes did not leave the cgroup");
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if let Err(e) = cgroups.remove(cg) {
+            tracing::warn!(cgroup = %cg, error = %e, "cannot remove cgroup");
+            eprintln!("placed-train: warning: cannot remove cgroup {cg}: {e}");
+        }
+    }
+}

@@ -1,0 +1,340 @@
+//! The data file as the collector writes it: the machine header, then one run record per
+//! measurement, each appended and synced before the next starts, so that a collection
+//! killed at any point resumes from what the file holds.
+
+use std::collections::HashSet;
+use std::fs::{File, OpenOptions};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use placed_models::Provenance;
+use placed_models::data::{MachineHeader, RunRecord};
+use serde::{Deserialize, Serialize};
+
+/// Why the data file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum DataFileError {
+    #[error("cannot {doing} {path}")]
+    Io {
+        doing: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "{path} was collected for another setting ({what}); use another --out file, or delete it to start over"
+    )]
+    Mismatch { path: PathBuf, what: String },
+    #[error("{path}:{line}: not a training-data record ({detail}); only the last line may be torn")]
+    Corrupt {
+        path: PathBuf,
+        line: usize,
+        detail: String,
+    },
+}
+
+/// One measurement's key: workload, run, placement.
+pub type Key = (String, u32, String);
+
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Line {
+    Machine(MachineHeader),
+    Run(RunRecord),
+}
+
+#[derive(Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum LineRef<'a> {
+    Machine(&'a MachineHeader),
+    Run(&'a RunRecord),
+}
+
+/// An open data file, positioned at its end.
+#[derive(Debug)]
+pub struct DataFile {
+    path: PathBuf,
+    file: File,
+    done: HashSet<Key>,
+    /// Whether an existing file was continued.
+    pub resumed: bool,
+    /// Whether a torn last line was dropped.
+    pub dropped_torn_line: bool,
+}
+
+impl DataFile {
+    /// Opens `path` for `header` and `provenance`: creates it with the header, or continues
+    /// it when its header is the same, dropping a torn last line.
+    pub fn open(
+        path: &Path,
+        header: &MachineHeader,
+        provenance: Provenance,
+    ) -> Result<Self, DataFileError> {
+        let io = |doing: &'static str| {
+            let path = path.to_owned();
+            move |source| DataFileError::Io {
+                doing,
+                path,
+                source,
+            }
+        };
+        let existing = match std::fs::read(path) {
+            Ok(bytes) => Some(bytes),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(io("read")(e)),
+        };
+        let mut done = HashSet::new();
+        let mut dropped_torn_line = false;
+        let mut keep_bytes = 0usize;
+        let mut resumed = false;
+        if let Some(bytes) = existing.as_deref() {
+            // Everything up to the last newline was written whole; a tail after it is the
+            // record a crash interrupted.
+            let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            dropped_torn_line = whole < bytes.len();
+            let text = String::from_utf8_lossy(&bytes[..whole]);
+            let mut lines = text
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| !l.trim().is_empty());
+            if let Some((_, first)) = lines.next() {
+                let parsed: Line =
+                    serde_json::from_str(first).map_err(|e| DataFileError::Corrupt {
+                        path: path.to_owned(),
+                        line: 1,
+                        detail: e.to_string(),
+                    })?;
+                let Line::Machine(found) = parsed else {
+                    return Err(DataFileError::Corrupt {
+                        path: path.to_owned(),
+                        line: 1,
+                        detail: "the first line is not the machine header".into(),
+                    });
+                };
+                if let Some(what) = header_difference(&found, header) {
+                    return Err(DataFileError::Mismatch {
+                        path: path.to_owned(),
+                        what,
+                    });
+                }
+                for (index, raw) in lines {
+                    let corrupt = |detail: String| DataFileError::Corrupt {
+                        path: path.to_owned(),
+                        line: index + 1,
+                        detail,
+                    };
+                    let record = match serde_json::from_str::<Line>(raw) {
+                        Ok(Line::Run(r)) => r,
+                        Ok(Line::Machine(_)) => return Err(corrupt("a second header".into())),
+                        Err(e) => return Err(corrupt(e.to_string())),
+                    };
+                    if record.provenance != provenance {
+                        return Err(DataFileError::Mismatch {
+                            path: path.to_owned(),
+                            what: format!(
+                                "its runs were measured on {}, this host is {}",
+                                record.provenance, provenance
+                            ),
+                        });
+                    }
+                    done.insert((record.workload, record.run, record.placement));
+                }
+                keep_bytes = whole;
+                resumed = true;
+            }
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(false)
+            .open(path)
+            .map_err(io("open"))?;
+        file.set_len(u64::try_from(keep_bytes).unwrap_or(u64::MAX))
+            .map_err(io("truncate"))?;
+        let mut this = Self {
+            path: path.to_owned(),
+            file,
+            done,
+            resumed,
+            dropped_torn_line,
+        };
+        use std::io::Seek as _;
+        this.file
+            .seek(std::io::SeekFrom::End(0))
+            .map_err(io("seek in"))?;
+        if !resumed {
+            this.write_line(&LineRef::Machine(header))?;
+            sync_dir(path).map_err(io("sync the directory of"))?;
+        }
+        Ok(this)
+    }
+
+    /// Whether this measurement is already in the file.
+    pub fn is_done(&self, key: &Key) -> bool {
+        self.done.contains(key)
+    }
+
+    /// How many measurements the file holds.
+    pub fn done(&self) -> usize {
+        self.done.len()
+    }
+
+    /// Appends a record and syncs it to disk before returning.
+    pub fn append(&mut self, record: &RunRecord) -> Result<(), DataFileError> {
+        self.write_line(&LineRef::Run(record))?;
+        self.done.insert((
+            record.workload.clone(),
+            record.run,
+            record.placement.clone(),
+        ));
+        Ok(())
+    }
+
+    fn write_line(&mut self, line: &LineRef<'_>) -> Result<(), DataFileError> {
+        let io = |doing| {
+            let path = self.path.clone();
+            move |source| DataFileError::Io {
+                doing,
+                path,
+                source,
+            }
+        };
+        let mut bytes = serde_json::to_vec(line)
+            .map_err(|e| io("serialize a record for")(std::io::Error::other(e)))?;
+        bytes.push(b'\n');
+        // One write per line: a crash leaves at most this line torn, which `open` drops.
+        self.file.write_all(&bytes).map_err(io("append to"))?;
+        self.file.sync_data().map_err(io("sync"))
+    }
+}
+
+/// What differs between the file's header and this collection's, in words.
+fn header_difference(found: &MachineHeader, want: &MachineHeader) -> Option<String> {
+    if found.version != want.version {
+        return Some(format!(
+            "data format version {} instead of {}",
+            found.version, want.version
+        ));
+    }
+    if found.fingerprint != want.fingerprint {
+        return Some(format!(
+            "machine class {} instead of this host's {}",
+            found.fingerprint, want.fingerprint
+        ));
+    }
+    if found.v != want.v {
+        return Some(format!("v = {} instead of {}", found.v, want.v));
+    }
+    if found.concerns != want.concerns {
+        return Some(format!(
+            "concerns {:?} instead of {:?}",
+            found.concerns, want.concerns
+        ));
+    }
+    let ids = |h: &MachineHeader| {
+        h.placements
+            .iter()
+            .map(|p| p.id.clone())
+            .collect::<Vec<_>>()
+    };
+    let same_scores = found.placements.len() == want.placements.len()
+        && found.placements.iter().zip(&want.placements).all(|(a, b)| {
+            a.id == b.id
+                && a.scores.len() == b.scores.len()
+                && a.scores
+                    .iter()
+                    .zip(&b.scores)
+                    .all(|(x, y)| (x - y).abs() < 1e-9)
+        });
+    if !same_scores {
+        return Some(format!(
+            "placements {:?} instead of {:?}",
+            ids(found),
+            ids(want)
+        ));
+    }
+    None
+}
+
+fn sync_dir(path: &Path) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    File::open(dir)?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use placed_models::data::{DATA_FORMAT_VERSION, Measurement, PlacementInfo};
+
+    fn header(v: u32) -> MachineHeader {
+        MachineHeader {
+            version: DATA_FORMAT_VERSION,
+            fingerprint: "mc1-test".into(),
+            v,
+            concerns: vec!["numa".into()],
+            placements: vec![
+                PlacementInfo {
+                    id: "a".into(),
+                    scores: vec![1.0],
+                },
+                PlacementInfo {
+                    id: "b".into(),
+                    scores: vec![2.0],
+                },
+            ],
+        }
+    }
+
+    fn record(workload: &str, placement: &str) -> RunRecord {
+        RunRecord {
+            fingerprint: "mc1-test".into(),
+            v: 1,
+            workload: workload.into(),
+            family: "f".into(),
+            run: 0,
+            placement: placement.into(),
+            performance: Measurement {
+                value: 10.0,
+                unit: "ops/s".into(),
+                repetitions: 6,
+                spread: 0.5,
+            },
+            counters: Default::default(),
+            provenance: Provenance::VirtualMachine,
+        }
+    }
+
+    #[test]
+    fn a_torn_last_line_is_dropped_and_the_rest_resumes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("data.jsonl");
+        let mut f = DataFile::open(&path, &header(1), Provenance::VirtualMachine).unwrap();
+        f.append(&record("w", "a")).unwrap();
+        f.append(&record("w", "b")).unwrap();
+        drop(f);
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str("{\"kind\":\"run\",\"finger");
+        std::fs::write(&path, &text).unwrap();
+
+        let f = DataFile::open(&path, &header(1), Provenance::VirtualMachine).unwrap();
+        assert!(f.resumed && f.dropped_torn_line);
+        assert_eq!(f.done(), 2);
+        assert!(f.is_done(&("w".into(), 0, "b".into())));
+        drop(f);
+        let data = placed_models::Dataset::load(&path).unwrap();
+        assert_eq!(data.records().len(), 2);
+    }
+
+    #[test]
+    fn another_setting_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("data.jsonl");
+        drop(DataFile::open(&path, &header(1), Provenance::VirtualMachine).unwrap());
+        let err = DataFile::open(&path, &header(2), Provenance::VirtualMachine).unwrap_err();
+        assert!(matches!(err, DataFileError::Mismatch { .. }), "{err}");
+        assert!(err.to_string().contains("v = 1 instead of 2"), "{err}");
+    }
+}

@@ -1,0 +1,500 @@
+//! The collector: every workload in every important placement of this host, each run in its
+//! own cgroup with the placement's cpuset, measured with the observation protocol and
+//! appended to the data file as it completes (docs/training.md, "Collecting").
+//!
+//! - `plan`: the interleaved order. `data_file`: resumable appends. `cgroups`: the cgroups
+//!   and their guards. `progress`: done/total and time left. `job`: what can be run;
+//!   `selftest`: two tiny workloads for testing the collector alone.
+
+pub mod cgroups;
+pub mod data_file;
+mod job;
+mod plan;
+mod progress;
+mod selftest;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use placed::cpuset::{CpuSet, NodeSet};
+use placed::machine::{Machine, MachineError, TopologySource};
+use placed::observe::{Measurement as Observed, ObserveError, ProcProbe, Protocol, Target};
+use placed::placement::{Placement, PlacementError, PlacementSet, important_placements};
+use placed_models::Provenance;
+use placed_models::data::{
+    DATA_FORMAT_VERSION, MachineHeader, Measurement, PlacementInfo, RunRecord,
+};
+
+pub use self::cgroups::{CgroupError, Parent, RunCgroup};
+pub use self::data_file::{DataFile, DataFileError};
+pub use self::job::{Job, Started};
+pub use self::progress::human;
+pub use self::selftest::NAMES as SELFTEST_NAMES;
+use crate::interrupt;
+use crate::provenance;
+use crate::workloads::{self, Launch};
+
+/// Why a collection stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum CollectError {
+    #[error("cannot load this host's machine model")]
+    Machine(#[from] Box<MachineError>),
+    #[error("no important placements for v = {v}")]
+    Placements {
+        v: usize,
+        #[source]
+        source: Box<PlacementError>,
+    },
+    #[error(transparent)]
+    Workload(#[from] workloads::Error),
+    #[error("no workloads given")]
+    NoWorkloads,
+    #[error("workload {0:?} is listed twice")]
+    DuplicateWorkload(String),
+    #[error(transparent)]
+    Data(#[from] DataFileError),
+    #[error(transparent)]
+    Cgroup(#[from] CgroupError),
+    #[error("cannot set up the signal handlers")]
+    Signals(#[source] std::io::Error),
+    #[error("cannot create the scratch directory {path}")]
+    Scratch {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("invalid protocol")]
+    Protocol(#[source] Box<ObserveError>),
+    #[error(
+        "interrupted by signal {signal}; the data file holds every measurement finished so far, run the same command again to resume"
+    )]
+    Interrupted { signal: i32 },
+}
+
+/// How to collect.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub vcpus: usize,
+    pub runs: u32,
+    pub protocol: Protocol,
+    /// Further attempts after a measurement the protocol refuses (or a workload that fails).
+    pub retries: u32,
+    pub out: PathBuf,
+    pub machine_file: Option<PathBuf>,
+    /// The `placed-train` binary, which runs the built-in kernels.
+    pub exe: PathBuf,
+}
+
+/// What a collection did.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    pub header: MachineHeader,
+    pub provenance: Provenance,
+    pub provenance_evidence: String,
+    pub total: usize,
+    pub already_done: usize,
+    pub measured: usize,
+    /// Measurements given up after every retry, with the last reason.
+    pub skipped: Vec<String>,
+    pub elapsed: Duration,
+}
+
+impl Summary {
+    pub fn complete(&self) -> bool {
+        self.skipped.is_empty()
+    }
+}
+
+/// Resolves workload names: the built-in workloads, those of `file`, and the collector's
+/// self-test workloads. `builtin` stands for every built-in workload, `all` for those and
+/// every workload of `file` whose programs are installed.
+pub fn resolve(names: &[String], file: Option<&Path>) -> Result<Vec<Box<dyn Job>>, CollectError> {
+    if names.is_empty() {
+        return Err(CollectError::NoWorkloads);
+    }
+    let builtin = workloads::builtin();
+    let mut known = builtin.clone();
+    if let Some(f) = file {
+        known.extend(workloads::load(f)?);
+    }
+    let mut expanded: Vec<String> = Vec::new();
+    for name in names {
+        match name.as_str() {
+            "builtin" | "all" => {
+                let group = if name == "all" { &known } else { &builtin };
+                for w in group {
+                    // A group may overlap names given on their own: each runs once.
+                    if names.contains(&w.name) || expanded.contains(&w.name) {
+                        continue;
+                    }
+                    match w.unavailable() {
+                        None => expanded.push(w.name.clone()),
+                        Some(why) => {
+                            tracing::warn!(workload = %w.name, "left out of {name}: {why}")
+                        }
+                    }
+                }
+            }
+            _ => expanded.push(name.clone()),
+        }
+    }
+    let mut out: Vec<Box<dyn Job>> = Vec::new();
+    for name in &expanded {
+        if out.iter().any(|j| j.name() == name) {
+            return Err(CollectError::DuplicateWorkload(name.clone()));
+        }
+        if let Some(w) = known.iter().find(|w| &w.name == name) {
+            out.push(Box::new(w.clone()));
+        } else if let Some(t) = selftest::SelfTest::named(name) {
+            out.push(Box::new(t));
+        } else {
+            let mut all: Vec<&str> = known.iter().map(|w| w.name.as_str()).collect();
+            all.extend(selftest::NAMES);
+            return Err(workloads::Error::Unknown {
+                name: name.clone(),
+                known: all.join(", "),
+            }
+            .into());
+        }
+    }
+    Ok(out)
+}
+
+/// The data header for a placement set.
+pub fn header(set: &PlacementSet) -> MachineHeader {
+    MachineHeader {
+        version: DATA_FORMAT_VERSION,
+        fingerprint: set.fingerprint.clone(),
+        v: u32::try_from(set.vcpus).unwrap_or(u32::MAX),
+        concerns: set.concerns.clone(),
+        placements: set
+            .placements
+            .iter()
+            .map(|p| PlacementInfo {
+                id: p.id.clone(),
+                scores: p.scores.iter().map(|&s| s as f64 / 1000.0).collect(),
+            })
+            .collect(),
+    }
+}
+
+/// This host's machine model and important placements for `v`.
+pub fn host_placements(
+    machine_file: Option<&Path>,
+    v: usize,
+) -> Result<(Machine, PlacementSet), CollectError> {
+    let machine = Machine::load(&TopologySource::Host, machine_file).map_err(Box::new)?;
+    let set = important_placements(&machine, v).map_err(|source| CollectError::Placements {
+        v,
+        source: Box::new(source),
+    })?;
+    Ok((machine, set))
+}
+
+/// Runs the collection described by `options` for `jobs`.
+pub fn collect(jobs: &[Box<dyn Job>], options: &Options) -> Result<Summary, CollectError> {
+    options
+        .protocol
+        .validate()
+        .map_err(|e| CollectError::Protocol(Box::new(e)))?;
+    interrupt::install().map_err(CollectError::Signals)?;
+    let started = Instant::now();
+    let (_, set) = host_placements(options.machine_file.as_deref(), options.vcpus)?;
+    let detection = provenance::detect();
+    let header = header(&set);
+    let mut data = DataFile::open(&options.out, &header, detection.provenance)?;
+    if data.dropped_torn_line {
+        eprintln!(
+            "placed-train: dropped a torn last line of {} (a collection was killed while writing it)",
+            options.out.display()
+        );
+    }
+    let steps = plan::steps(options.runs, jobs.len(), set.placements.len());
+    let key = |s: &plan::Step| {
+        (
+            jobs[s.workload].name().to_owned(),
+            s.run,
+            set.placements[s.placement].id.clone(),
+        )
+    };
+    let todo: Vec<plan::Step> = steps
+        .iter()
+        .filter(|s| !data.is_done(&key(s)))
+        .copied()
+        .collect();
+    let already_done = steps.len() - todo.len();
+    eprintln!(
+        "placed-train: collecting {} workload(s) x {} run(s) x {} placement(s) for v = {} on {} ({}: {}); {} of {} already in {}",
+        jobs.len(),
+        options.runs,
+        set.placements.len(),
+        options.vcpus,
+        set.fingerprint,
+        detection.provenance,
+        detection.evidence,
+        already_done,
+        steps.len(),
+        options.out.display()
+    );
+    let mut summary = Summary {
+        header: header.clone(),
+        provenance: detection.provenance,
+        provenance_evidence: detection.evidence,
+        total: steps.len(),
+        already_done,
+        measured: 0,
+        skipped: Vec::new(),
+        elapsed: Duration::ZERO,
+    };
+    if todo.is_empty() {
+        summary.elapsed = started.elapsed();
+        return Ok(summary);
+    }
+    let (cpus, mems) = span(&set.placements);
+    let mut parent = Parent::create(&cpus, &mems)?;
+    let guess = options.protocol.max_duration() + Duration::from_millis(500);
+    let mut progress = progress::Progress::new(steps.len(), already_done, guess);
+    let scratch_root = std::env::temp_dir().join(parent.path().name());
+    let _scratch_guard = Scratch::create(&scratch_root)?;
+    for step in todo {
+        let job = &jobs[step.workload];
+        let placement = &set.placements[step.placement];
+        let begun = Instant::now();
+        eprintln!(
+            "placed-train: {} {} run {} in {} (cpus {}, mems {}); {} left",
+            progress.prefix(),
+            job.name(),
+            step.run,
+            placement.id,
+            placement.cpus,
+            placement.mems,
+            human(progress.left())
+        );
+        let mut last_error = String::new();
+        let mut measured = None;
+        for attempt in 0..=options.retries {
+            if interrupt::raised() {
+                return Err(CollectError::Interrupted {
+                    signal: interrupt::signal(),
+                });
+            }
+            let scratch = scratch_root.join(format!("m{}-{attempt}", progress.done()));
+            match measure_once(
+                job.as_ref(),
+                placement,
+                options,
+                attempt,
+                &mut parent,
+                &scratch,
+            )? {
+                Ok(m) => {
+                    measured = Some(m);
+                    break;
+                }
+                Err(why) => {
+                    eprintln!(
+                        "placed-train:   attempt {} of {} failed: {why}",
+                        attempt + 1,
+                        options.retries + 1
+                    );
+                    last_error = why;
+                }
+            }
+        }
+        if let Some(m) = measured {
+            let record = record(
+                &header,
+                job.as_ref(),
+                step.run,
+                placement,
+                &m,
+                detection.provenance,
+            );
+            eprintln!(
+                "placed-train:   {:.4e} {} +/- {:.1}% over {} windows ({:.1} s)",
+                record.performance.value,
+                record.performance.unit,
+                100.0 * record.performance.spread / record.performance.value,
+                record.performance.repetitions,
+                begun.elapsed().as_secs_f64()
+            );
+            data.append(&record)?;
+            summary.measured += 1;
+        } else {
+            let what = format!(
+                "{} run {} in {}: {last_error}",
+                job.name(),
+                step.run,
+                placement.id
+            );
+            eprintln!("placed-train:   skipped {what}; run the command again to retry it");
+            tracing::warn!(skipped = %what, "measurement skipped");
+            summary.skipped.push(what);
+        }
+        progress.finished(begun.elapsed());
+    }
+    drop(parent);
+    summary.elapsed = started.elapsed();
+    Ok(summary)
+}
+
+/// One attempt: cgroup, launch, measure, stop, remove. The outer error is fatal (cgroups,
+/// signals), the inner one a failed attempt worth retrying.
+fn measure_once(
+    job: &dyn Job,
+    placement: &Placement,
+    options: &Options,
+    attempt: u32,
+    parent: &mut Parent,
+    scratch: &Path,
+) -> Result<Result<Observed, String>, CollectError> {
+    let cgroup = parent.run(&placement.cpus, &placement.mems)?;
+    let scratch = Scratch::create(scratch)?;
+    let launch = Launch {
+        threads: options.vcpus,
+        cgroup_dir: cgroup.dir(),
+        extra_cgroup_dirs: &[],
+        scratch: &scratch.0,
+        exe: &options.exe,
+    };
+    let mut running = match job.start(&launch) {
+        Ok(r) => r,
+        Err(e) => return Ok(Err(e.to_string())),
+    };
+    let probe = ProcProbe::new(
+        Target::Cgroup(cgroup.dir().to_owned()),
+        Some(placement.cpus.clone()),
+    );
+    // A workload whose rate moves in coarse steps needs windows at least that long.
+    let mut protocol = options.protocol.clone();
+    if let Some(min) = job.min_window() {
+        protocol.window = protocol.window.max(min);
+    }
+    protocol.window = longer_window(protocol.window, attempt);
+    let outcome = placed::observe::block_on(async {
+        tokio::select! {
+            m = placed::observe::measure(running.source(), &probe, &protocol) => Some(m),
+            () = interrupt::wait() => None,
+        }
+    });
+    if let Err(e) = running.stop() {
+        tracing::warn!(error = %e, "stopping the workload failed; its cgroup is emptied anyway");
+    }
+    drop(cgroup);
+    match outcome {
+        Err(e) => Ok(Err(chain(&e))),
+        Ok(None) => Err(CollectError::Interrupted {
+            signal: interrupt::signal(),
+        }),
+        Ok(Some(Err(e))) => Ok(Err(chain(&e))),
+        Ok(Some(Ok(m))) if !(m.estimate.value.is_finite() && m.estimate.value > 0.0) => Ok(Err(
+            format!("the workload made no progress (rate {})", m.estimate.value),
+        )),
+        Ok(Some(Ok(m))) => Ok(Ok(m)),
+    }
+}
+
+/// The window for a retry: most refusals on a slow host (a guest, an emulated one above
+/// all) come from a workload whose rate advances in steps longer than the window (a
+/// counter that did not move, a window without a reading), so each retry doubles it, up to
+/// 4 s.
+pub fn longer_window(window: Duration, attempt: u32) -> Duration {
+    let longer = window.saturating_mul(1 << attempt.min(4));
+    longer.min(Duration::from_secs(4)).max(window)
+}
+
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}
+
+fn record(
+    header: &MachineHeader,
+    job: &dyn Job,
+    run: u32,
+    placement: &Placement,
+    m: &Observed,
+    provenance: Provenance,
+) -> RunRecord {
+    let kept = m.kept_values().len();
+    RunRecord {
+        fingerprint: header.fingerprint.clone(),
+        v: header.v,
+        workload: job.name().to_owned(),
+        family: job.family().to_owned(),
+        run,
+        placement: placement.id.clone(),
+        performance: Measurement {
+            value: m.estimate.value,
+            unit: job.unit().to_owned(),
+            repetitions: u32::try_from(kept).unwrap_or(u32::MAX),
+            spread: ((m.estimate.hi - m.estimate.lo) / 2.0).max(0.0),
+        },
+        counters: Default::default(),
+        provenance,
+    }
+}
+
+/// Every PU and node the placements use: the parent cgroup must hold them all (v1).
+pub fn span(placements: &[Placement]) -> (CpuSet, NodeSet) {
+    placements
+        .iter()
+        .fold((CpuSet::new(), NodeSet::new()), |(c, m), p| {
+            (c.union(&p.cpus), m.union(&p.mems))
+        })
+}
+
+/// A scratch directory removed when dropped.
+#[derive(Debug)]
+pub struct Scratch(pub PathBuf);
+
+impl Scratch {
+    pub fn create(path: &Path) -> Result<Self, CollectError> {
+        std::fs::create_dir_all(path).map_err(|source| CollectError::Scratch {
+            path: path.to_owned(),
+            source,
+        })?;
+        Ok(Self(path.to_owned()))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        let jobs = resolve(
+            &list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>(),
+            None,
+        )
+        .expect("resolves");
+        jobs.iter().map(|j| j.name().to_owned()).collect()
+    }
+
+    #[test]
+    fn groups_expand_once_and_unknown_names_are_listed() {
+        let builtin: Vec<String> = workloads::builtin().into_iter().map(|w| w.name).collect();
+        assert_eq!(names(&["builtin"]), builtin);
+        // Without a workload file, `all` is the built-in set.
+        assert_eq!(names(&["all"]), builtin);
+        let mixed = names(&["selftest-spin", "stream-triad", "builtin"]);
+        assert_eq!(mixed.len(), builtin.len() + 1);
+        assert_eq!(mixed[..2], ["selftest-spin", "stream-triad"]);
+        let Err(err) = resolve(&["no-such".to_owned()], None) else {
+            panic!("an unknown name is refused");
+        };
+        assert!(err.to_string().contains("stream-triad"), "{err}");
+    }
+}

@@ -1,0 +1,25 @@
+//! `placed-training`: training workloads, the collector that measures them in every
+//! important placement of a host, and the `placed-train` command (collect, fit, evaluate,
+//! simulate).
+//!
+//! # Layout
+//!
+//! - [`collect`]: runs workloads in every important placement of this host and appends
+//!   the measurements to a resumable data file.
+//! - [`calibrate`]: measured memory bandwidth of node sets, written as a machine file.
+//! - [`pipeline`]: the whole loop (collect, fit, evaluate, install).
+//! - [`provenance`]: real hardware or a virtual machine. [`interrupt`]: SIGINT/SIGTERM as a
+//!   flag, so a stopped collection cleans up.
+//! - [`simulate`]: simulated training data for a topology and `v`, marked simulated.
+//! - [`report`]: the tables `fit` and `evaluate` print.
+//! - [`plot`]: predicted against actual performance per workload, as SVG.
+
+pub mod calibrate;
+pub mod collect;
+pub mod interrupt;
+pub mod pipeline;
+pub mod plot;
+pub mod provenance;
+pub mod report;
+pub mod simulate;
+pub mod workloads;

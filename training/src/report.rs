@@ -1,0 +1,238 @@
+//! What `placed-train fit` and `placed-train evaluate` print: accuracy tables for people.
+//! Simulated data is announced on the first line of every report.
+
+use std::fmt::Write as _;
+
+use placed_models::accuracy::{Accuracy, ErrorSummary};
+use placed_models::model::ProbeCandidate;
+use placed_models::{Evaluation, Model, Provenance};
+
+/// The banner every report starts with: what the numbers are about and where they came from.
+pub fn banner(provenance: Provenance, fingerprint: &str, v: u32) -> String {
+    let warning = match provenance {
+        Provenance::Simulated => {
+            "\n*** SIMULATED DATA: these figures say nothing about any real machine ***"
+        }
+        Provenance::VirtualMachine => {
+            "\n*** VIRTUAL-MACHINE DATA: timings do not represent real hardware ***"
+        }
+        Provenance::Real => "",
+    };
+    format!("machine class {fingerprint}, v = {v}, data: {provenance}{warning}\n")
+}
+
+fn cell(s: Option<ErrorSummary>) -> String {
+    s.map_or_else(|| "-".into(), |s| format!("{:6.2} {:7.2}", s.mean, s.worst))
+}
+
+struct Columns<'a> {
+    forest: &'a Accuracy,
+    category: &'a Accuracy,
+    iterative: &'a Accuracy,
+    counters: Option<&'a Accuracy>,
+}
+
+impl Columns<'_> {
+    fn names(&self) -> Vec<&'static str> {
+        let mut names = vec!["forest", "category mean", "iterative"];
+        if self.counters.is_some() {
+            names.push("counters");
+        }
+        names
+    }
+
+    /// Two header lines: the predictors, then mean and worst under each.
+    fn header(&self, first: &str, width: usize) -> String {
+        let mut top = format!("{:<width$}", "");
+        let mut bottom = format!("{first:<width$}");
+        for name in self.names() {
+            let _ = write!(top, "  {name:>14}");
+            let _ = write!(bottom, "  {:>6} {:>7}", "mean", "worst");
+        }
+        format!("{top}\n{bottom}")
+    }
+
+    fn line(
+        &self,
+        label: &str,
+        width: usize,
+        pick: impl Fn(&Accuracy) -> Option<ErrorSummary>,
+    ) -> String {
+        let mut l = format!("{label:<width$}");
+        for a in [
+            Some(self.forest),
+            Some(self.category),
+            Some(self.iterative),
+            self.counters,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let _ = write!(l, "  {:>14}", cell(pick(a)));
+        }
+        l
+    }
+}
+
+/// Every probe candidate's cross-validated error, the chosen one marked.
+fn probe_table(candidates: &[ProbeCandidate], chosen: &str) -> String {
+    let width = candidates
+        .iter()
+        .map(|c| c.placement.len())
+        .max()
+        .unwrap_or(9)
+        .max(9);
+    let mut out = format!(
+        "\nprobe candidates (forest, cross-validated % error):\n{:<width$}  {:>6} {:>7}\n",
+        "placement", "mean", "worst"
+    );
+    for c in candidates {
+        let mark = if c.placement == chosen {
+            "  <- chosen"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            out,
+            "{:<width$}  {:6.2} {:7.2}{mark}",
+            c.placement, c.error.mean, c.error.worst
+        );
+    }
+    out
+}
+
+/// The evaluation as tables: probe candidates, overall, per placement and per workload, in
+/// absolute percentage error (mean and worst) over the placements that were not measured.
+pub fn evaluation_tables(e: &Evaluation) -> String {
+    let mut out = banner(e.provenance, &e.machine.fingerprint, e.machine.v);
+    let _ = writeln!(
+        out,
+        "leave-one-family-out cross-validation over {} workload runs in {} placements",
+        e.rows.len(),
+        e.placements.len()
+    );
+    let _ = writeln!(
+        out,
+        "baseline {}, probe {} (chosen below); errors in % over the other {} placements",
+        e.placements[e.baseline],
+        e.placements[e.probe],
+        e.placements.len().saturating_sub(2)
+    );
+    out.push_str(&probe_table(&e.probe_candidates, &e.placements[e.probe]));
+    let width = e
+        .placements
+        .iter()
+        .map(String::len)
+        .max()
+        .unwrap_or(9)
+        .max(9);
+    let cols = Columns {
+        forest: &e.forest.accuracy,
+        category: &e.category_mean.accuracy,
+        iterative: &e.iterative.accuracy,
+        counters: e.counter_baseline.as_ref().map(|c| &c.accuracy),
+    };
+    let _ = writeln!(out, "\noverall:\n{}", cols.header("", 10));
+    let _ = writeln!(out, "{}", cols.line("all", 10, |a| Some(a.overall())));
+    let measured: f64 =
+        e.iterative_measurements.iter().sum::<usize>() as f64 / e.rows.len().max(1) as f64;
+    let _ = writeln!(
+        out,
+        "forest and category mean use the baseline and probe observations; the iterative method \
+         (algorithm 4) measured {measured:.1} placements per workload on average"
+    );
+    let _ = writeln!(out, "\nper placement:\n{}", cols.header("placement", width));
+    for (p, id) in e.placements.iter().enumerate() {
+        if p == e.baseline || p == e.probe {
+            let _ = writeln!(out, "{id:<width$}  (measured)");
+        } else {
+            let _ = writeln!(out, "{}", cols.line(id, width, |a| a.placement(p)));
+        }
+    }
+    let width = e
+        .rows
+        .iter()
+        .map(|r| r.workload.len() + 4)
+        .max()
+        .unwrap_or(8)
+        .max(8);
+    let _ = writeln!(out, "\nper workload:\n{}", cols.header("workload", width));
+    for (r, row) in e.rows.iter().enumerate() {
+        let label = if row.run == 0 {
+            row.workload.clone()
+        } else {
+            format!("{} #{}", row.workload, row.run)
+        };
+        let _ = writeln!(out, "{}", cols.line(&label, width, |a| a.row(r)));
+    }
+    out
+}
+
+/// What `fit` reports about the model it wrote.
+pub fn model_summary(model: &Model) -> String {
+    let m = model.machine();
+    let mut out = banner(model.provenance(), &m.fingerprint, m.v);
+    let t = model.training();
+    let a = model.accuracy();
+    let _ = writeln!(
+        out,
+        "model {}: {} workloads ({} runs, {} families), {} trees, inputs: {}",
+        model.id(),
+        t.workloads,
+        t.runs,
+        t.families.len(),
+        t.forest.n_trees(),
+        model
+            .features()
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    out.push_str(&probe_table(&a.probe_candidates, model.probe()));
+    let _ = writeln!(
+        out,
+        "\nmeasure {} first, then {}",
+        model.baseline(),
+        model.probe()
+    );
+    let _ = writeln!(
+        out,
+        "cross-validated error (% mean / worst): forest {:.2} / {:.2}, category mean {:.2} / {:.2}, \
+         iterative method {:.2} / {:.2}{}",
+        a.forest.mean,
+        a.forest.worst,
+        a.category_mean.mean,
+        a.category_mean.worst,
+        a.iterative.mean,
+        a.iterative.worst,
+        a.counter_baseline.map_or_else(String::new, |c| format!(
+            ", counter baseline {:.2} / {:.2}",
+            c.mean, c.worst
+        ))
+    );
+    if let Some(oob) = t.out_of_bag {
+        let _ = writeln!(
+            out,
+            "out-of-bag mean absolute error of relative performance: {:.4}",
+            oob.mean_absolute_error
+        );
+    }
+    let cats = model.categories();
+    let _ = writeln!(
+        out,
+        "{} performance categories (silhouette {})",
+        cats.all().len(),
+        cats.silhouette()
+            .map_or_else(|| "n/a".into(), |s| format!("{s:.3}"))
+    );
+    for (i, c) in cats.under_populated() {
+        let _ = writeln!(
+            out,
+            "  category {i} has only {} workload(s) ({}): add training workloads that behave like these",
+            c.workloads.len(),
+            c.workloads.join(", ")
+        );
+    }
+    out
+}

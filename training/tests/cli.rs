@@ -1,0 +1,118 @@
+//! `placed-train` end to end: simulate, fit, evaluate, and the errors people will meet.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use placed_models::{Model, Provenance};
+
+const TOPOLOGY: &str = "pack:2 numa:2 l3:1 core:4 pu:2";
+
+fn placed_train(args: &[&str], dir: &Path) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_placed-train"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("placed-train runs");
+    eprintln!(
+        "placed-train {args:?}: {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn simulate_fit_evaluate_and_every_output_says_simulated() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sim = placed_train(
+        &[
+            "simulate",
+            "--synthetic",
+            TOPOLOGY,
+            "--vcpus",
+            "8",
+            "--families",
+            "8",
+            "--workloads-per-family",
+            "3",
+            "--out",
+            "data.jsonl",
+        ],
+        dir.path(),
+    );
+    assert!(sim.status.success());
+    assert!(stdout(&sim).contains("SIMULATED"));
+
+    let fit = placed_train(
+        &[
+            "fit",
+            "--data",
+            "data.jsonl",
+            "--out",
+            "model.json",
+            "--trees",
+            "10",
+            "--cv-trees",
+            "5",
+        ],
+        dir.path(),
+    );
+    assert!(fit.status.success());
+    let summary = stdout(&fit);
+    assert!(summary.contains("SIMULATED DATA"));
+    assert!(summary.contains("probe candidates") && summary.contains("<- chosen"));
+    let model = Model::load(&dir.path().join("model.json")).expect("a model file");
+    assert_eq!(model.provenance(), Provenance::Simulated);
+    assert_eq!(model.machine().v, 8);
+
+    let eval = placed_train(
+        &[
+            "evaluate",
+            "--data",
+            "data.jsonl",
+            "--trees",
+            "10",
+            "--plots",
+            "plots",
+        ],
+        dir.path(),
+    );
+    assert!(eval.status.success());
+    let text = stdout(&eval);
+    assert!(text.contains("SIMULATED DATA"));
+    assert!(text.contains("per workload") && text.contains("per placement"));
+    let plots: Vec<_> = std::fs::read_dir(dir.path().join("plots"))
+        .expect("plots written")
+        .filter_map(Result::ok)
+        .collect();
+    assert_eq!(plots.len(), 8 * 3, "one plot per workload run");
+    let svg = std::fs::read_to_string(plots[0].path()).expect("readable");
+    assert!(svg.starts_with("<svg") && svg.contains("(SIMULATED)"));
+}
+
+#[test]
+fn a_bad_data_file_exits_2_naming_the_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("bad.jsonl"), "{\"kind\":\"run\"}\n").expect("writable");
+    let out = placed_train(&["evaluate", "--data", "bad.jsonl"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.jsonl:1"), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+}
+
+#[test]
+fn a_missing_data_file_exits_2_naming_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = placed_train(
+        &["fit", "--data", "absent.jsonl", "--out", "m.json"],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("absent.jsonl"));
+}

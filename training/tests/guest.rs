@@ -1,0 +1,155 @@
+//! The whole loop in a numa-vm guest (QEMU, 2 NUMA nodes x 2 PUs, cgroup v2): collect for
+//! v = 2 with a tiny protocol, fit, install, and the model loads for the guest's machine
+//! class; then calibrate writes a 2-node machine file that loads. Timings in the guest
+//! (software emulation where KVM is absent) say nothing about real hardware.
+//!
+//! Skips with the reason where numa-vm, QEMU or root is missing, or inside the guest.
+
+// Test helpers fail the test on anything unexpected, as the tests themselves do.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use placed_models::{Model, Provenance};
+
+#[path = "../../tests/support/guest.rs"]
+mod guest_support;
+
+/// One guest at a time (two emulated guests on a 2-core host both miss their deadlines).
+static ONE_GUEST: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+const TINY: &str = "--warmup 0.3 --window 0.25 --windows 6 --max-foreign 1 --retries 3";
+
+/// Runs `script` in a 2-node guest, in `dir` (shared read-write at the same path).
+fn in_guest(dir: &Path, script: &str) -> Option<(bool, String, String)> {
+    let _one = ONE_GUEST.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(why) = guest_support::unavailable() {
+        eprintln!("skipped, because {why}");
+        return None;
+    }
+    let vm = guest_support::numa_vm()?;
+    let started = std::time::Instant::now();
+    let out = Command::new(&vm)
+        .current_dir(dir)
+        .env("NUMA_VM_NO_INSTALL", "1")
+        .args([
+            "run",
+            "--nodes",
+            "2",
+            "--cpus-per-node",
+            "2",
+            "--smt",
+            "1",
+            "--mem",
+            "2G",
+            "--timeout",
+            "600",
+            "--env",
+            "PLACED_IN_GUEST=1",
+            "--",
+            "bash",
+            "-c",
+            script,
+        ])
+        .output()
+        .expect("numa-vm runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    println!("--- guest stdout ---\n{stdout}\n--- guest stderr ---\n{stderr}");
+    println!("guest run took {:?}", started.elapsed());
+    Some((out.status.success(), stdout, stderr))
+}
+
+/// A private copy of `placed-train` in `dir`: the target directory may be shared with other
+/// builds, which can replace the binary while a guest boots.
+fn private_exe(dir: &Path) -> String {
+    let exe = dir.join("placed-train");
+    std::fs::copy(env!("CARGO_BIN_EXE_placed-train"), &exe).unwrap();
+    exe.display().to_string()
+}
+
+fn workdir(name: &str) -> PathBuf {
+    let dir =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("guest-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn the_whole_loop_trains_and_installs_a_model_in_a_two_node_guest() {
+    let dir = workdir("train");
+    let exe = private_exe(&dir);
+    let script = format!(
+        "set -e; {exe} train --vcpus 2 --workloads {w} --runs 2 {TINY} --model-dir models \
+         --trees 20 && echo GUEST TRAIN OK; ls /sys/fs/cgroup | grep placed-train- || echo NO CGROUP LEFT",
+        w = support::workloads(3)
+    );
+    let Some((ok, stdout, _)) = in_guest(&dir, &script) else {
+        return;
+    };
+    assert!(ok, "the guest run failed");
+    assert!(stdout.contains("GUEST TRAIN OK"));
+    assert!(stdout.contains("NO CGROUP LEFT"));
+    let data = placed_models::Dataset::load(&dir.join("models/data-v2.jsonl")).unwrap();
+    assert_eq!(data.provenance(), Provenance::VirtualMachine);
+    assert!(data.header().placements.len() >= 2);
+    let fingerprint = &data.header().fingerprint;
+    let model_path = dir.join(format!("models/{fingerprint}-v2.json"));
+    // What the daemon's model library does: load by machine class, then check the ids.
+    let model = Model::load_for(
+        &model_path,
+        &placed_models::MachineClass {
+            fingerprint: fingerprint.clone(),
+            v: 2,
+        },
+    )
+    .unwrap();
+    assert_eq!(model.provenance(), Provenance::VirtualMachine);
+    let ids: Vec<&str> = model.placements().iter().map(|p| p.id.as_str()).collect();
+    let want: Vec<&str> = data
+        .header()
+        .placements
+        .iter()
+        .map(|p| p.id.as_str())
+        .collect();
+    assert_eq!(ids, want);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn calibrate_writes_a_two_node_machine_file_that_loads() {
+    let has_stream = placed_training::workloads::builtin()
+        .iter()
+        .any(|w| w.name == placed_training::calibrate::WORKLOAD);
+    if !has_stream {
+        eprintln!("skipped, because this build has no stream-triad workload yet");
+        return;
+    }
+    let dir = workdir("calibrate");
+    let exe = private_exe(&dir);
+    let script = format!(
+        "set -e; {exe} calibrate --out machine.json --seconds 3 && echo GUEST CALIBRATE OK"
+    );
+    let Some((ok, stdout, _)) = in_guest(&dir, &script) else {
+        return;
+    };
+    assert!(ok && stdout.contains("GUEST CALIBRATE OK"));
+    let text = std::fs::read_to_string(dir.join("machine.json")).unwrap();
+    let file: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        file["interconnect"]["matrix"]["nodes"],
+        serde_json::json!([0, 1])
+    );
+    assert_eq!(
+        file["interconnect"]["matrix"]["values"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
