@@ -18,6 +18,8 @@ fail() {
     echo "CHECK $1 FAILED: ${2:-}"
     journalctl -u placed --no-pager -n 200 2>/dev/null | tail -n 120
     systemctl status placed --no-pager 2>&1 | tail -n 20
+    # Again last: CI shows only the tail of the output.
+    echo "CHECK $1 FAILED: ${2:-}"
     exit 1
 }
 ok() { echo "CHECK $1 ok${2:+: $2} (t=${SECONDS}s)"; }
@@ -56,6 +58,9 @@ cgroups = ["placed-guest"]
 resync_interval = "1s"
 [policy]
 default = "observe"
+# Under emulation a steady load's observed rate swings by 20-30 % between windows; the
+# default 15 % would re-evaluate c1 over and over.
+drift = 0.6
 [observe]
 # TCG emulation on a shared 2-core host: short windows, no dropping for foreign load.
 warmup = "300ms"
@@ -115,9 +120,18 @@ mkdir -p "$CG/c2"
 cat /sys/devices/system/node/node$LAST/cpulist >"$CG/c2/cpuset.cpus" || fail c2-cpus
 echo "$LAST" >"$CG/c2/cpuset.mems" || fail c2-mems
 # The memory is touched on node $LAST: moving c2 elsewhere has 256 MiB to carry.
-sh -c "echo \$\$ >$CG/c2/cgroup.procs && exec $TESTLOAD mem --mib 256" >/dev/null &
+sh -c "echo \$\$ >$CG/c2/cgroup.procs && exec $TESTLOAD mem --mib 256" >/tmp/load2.out 2>&1 &
 LOAD2=$!
-sleep 2
+# The kill below is only a kill mid-migration if c2 has its 256 MiB on node $LAST.
+node_pages() { awk -v n="N$2=" '{for (i = 1; i <= NF; i++) if (index($i, n) == 1) s += substr($i, length(n) + 1)} END {print s + 0}' "/proc/$1/numa_maps" 2>/dev/null || echo 0; }
+for _ in $(seq 60); do
+    (( $(node_pages "$LOAD2" "$LAST") >= 60000 )) && break
+    kill -0 "$LOAD2" 2>/dev/null || break
+    sleep 0.5
+done
+kill -0 "$LOAD2" 2>/dev/null || fail c2-started "testload mem exited: $(cat /tmp/load2.out); $(grep -h MemFree /sys/devices/system/node/node*/meminfo | tr -s ' ' | tr '\n' ';')"
+(( $(node_pages "$LOAD2" "$LAST") >= 60000 )) \
+    || fail c2-memory "only $(node_pages "$LOAD2" "$LAST") pages on node $LAST; $(grep -h MemFree /sys/devices/system/node/node*/meminfo | tr -s ' ' | tr '\n' ';')"
 wait_json discovered2 60 "any(c['name']=='c2' for c in d['containers'])"
 pctl manage c2 --vcpus 1 >/dev/null || fail manage2
 TARGET=$(pctl placements --vcpus 1 --json | python3 -c "import json,sys; print(json.load(sys.stdin)['placements'][-1]['id'])")
@@ -125,11 +139,17 @@ TARGET=$(pctl placements --vcpus 1 --json | python3 -c "import json,sys; print(j
 sed -i 's/^\[policy\]$/[policy]\nthrottle_mib_per_s = 8/' /etc/placed/placed.toml
 systemctl restart placed || fail restart-throttle
 pctl place c2 --placement "$TARGET" --migrate throttled >/tmp/place2.out 2>&1 &
+# c1 may be migrating too (re-evaluated after a drift): wait for c2's own migration.
+MIGRATING=no
 for _ in $(seq 1 60); do
-    pctl containers --json 2>/dev/null | grep -q '"migrating"' && break
+    if pctl containers --json 2>/dev/null | python3 -c "import json,sys; sys.exit(0 if any(c['name']=='c2' and c['state']=='migrating' for c in json.load(sys.stdin)['containers']) else 1)"; then
+        MIGRATING=yes
+        break
+    fi
     sleep 0.5
 done
 pctl containers | grep c2
+[ "$MIGRATING" = yes ] || fail c2-migrating "c2 never seen migrating: the kill would not land mid-migration ($(cat /tmp/place2.out))"
 systemctl kill -s SIGKILL placed
 sleep 1
 # Restart=on-failure brings it back; wait for it to serve again.
