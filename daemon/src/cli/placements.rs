@@ -27,7 +27,15 @@ pub fn render_placements(m: &Machine, set: &PlacementSet) -> String {
         set.vcpus,
         set.placements.len()
     );
-    let _ = writeln!(o, "Search      {}\n", search_line(&set.search));
+    let _ = writeln!(o, "Search      {}", search_line(&set.search));
+    if !set.covers {
+        let _ = writeln!(
+            o,
+            "Packings    no exact cover of the machine exists for {} vCPUs: packings leave units no block fits",
+            set.vcpus
+        );
+    }
+    o.push('\n');
     let mut header = vec!["ID".to_owned(), "NODES".to_owned()];
     header.extend(m.concerns.iter().map(|c| c.name.to_uppercase()));
     header.push("PUS".into());
@@ -63,6 +71,7 @@ pub fn placements_json(m: &Machine, set: &PlacementSet) -> Value {
         "vcpus": set.vcpus,
         "exact": exact,
         "bound": bound,
+        "covers": set.covers,
         "concerns": m.concerns.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
         "placements": set.placements.iter().map(|p| json!({
             "id": p.id,

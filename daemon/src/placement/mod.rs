@@ -25,7 +25,7 @@ pub use instantiate::instantiate;
 pub use search::Limits;
 
 use blocks::{Evaluator, units_of};
-use pareto::Frontier;
+use search::Packings;
 use shape::Shape;
 
 /// One important placement.
@@ -68,6 +68,9 @@ pub struct PlacementSet {
     pub search: Search,
     /// Pareto-efficient packings the placements come from (unit indices), for inspection.
     pub packings: Vec<Vec<Vec<usize>>>,
+    /// Whether the packings cover every allocation unit (the thesis's packings). False when
+    /// no exact cover exists for this `v`: the packings then leave units that no block fits.
+    pub covers: bool,
 }
 
 impl PlacementSet {
@@ -116,7 +119,7 @@ pub fn important_placements_with(
         });
     }
     let mut ev = Evaluator::new(Shape::new(m), v);
-    let mut frontier = Frontier::default();
+    let mut frontier = Packings::default();
     let exact = if m.units.len() <= limits.max_exact_units {
         search::exact(&mut ev, limits, &mut frontier)?
     } else {
@@ -125,12 +128,26 @@ pub fn important_placements_with(
     let search = match exact {
         Some(steps) => Search::Exact { steps },
         None => {
-            frontier = Frontier::default();
-            let bound = search::bounded(&mut ev, limits, &mut frontier)?;
-            Search::Bounded { bound }
+            let why = if m.units.len() > limits.max_exact_units {
+                format!(
+                    "{} units exceed the exact search's limit of {}",
+                    m.units.len(),
+                    limits.max_exact_units
+                )
+            } else {
+                format!(
+                    "the exact search ran past its budget of {} steps",
+                    limits.exact_budget
+                )
+            };
+            frontier = Packings::default();
+            let beam = search::bounded(&mut ev, limits, &mut frontier)?;
+            Search::Bounded {
+                bound: format!("bounded: {why}; {beam}"),
+            }
         }
     };
-    let packings = frontier.into_packings();
+    let (packings, covers) = frontier.finish();
     if packings.is_empty() {
         return Err(PlacementError::Unbalanced {
             v,
@@ -218,6 +235,7 @@ pub fn important_placements_with(
             .iter()
             .map(|p| p.iter().map(|b| units_of(b.mask)).collect())
             .collect(),
+        covers,
     })
 }
 

@@ -1,9 +1,11 @@
 //! Packings: ways to fill the machine with disjoint blocks of one container size each
 //! (thesis algorithm 2), found exactly or, on large machines, by a bounded search.
 //!
-//! A packing here is *maximal*: its blocks are disjoint and the units left over cannot hold
-//! another valid block. The thesis requires exact covers; maximality is the same thing when
-//! a cover exists and still gives an answer when none does (5 nodes and blocks of 2).
+//! A packing is an exact cover of the allocation units by disjoint blocks, as the thesis
+//! requires. Some machines have none (5 nodes and blocks of 2, or 4 nodes of 8 PUs and 24
+//! vCPUs split 3 + 1 with no 1-node block): then, and only then, the *maximal* packings
+//! (blocks whose leftover units cannot hold another block) are used instead, and the
+//! result says so.
 //!
 //! Exact search enumerates set partitions with "unused" allowed, canonically (the block
 //! taken next always contains the lowest free unit, so each packing appears once). Their
@@ -13,6 +15,8 @@
 //! are built greedily around the lowest free unit under three orders (nearest first, hwloc
 //! order, farthest first) and whose beam is ranked by three objectives (sum, minimum and
 //! maximum of the blocks' interconnect scores), to reach the several ends of the frontier.
+//! What a homogeneous packing leaves over is then filled greedily with other blocks, so
+//! that mixed covers are found too.
 
 use std::rc::Rc;
 
@@ -20,6 +24,35 @@ use crate::machine::InterconnectError;
 
 use super::blocks::{Block, Evaluator, MAX_UNITS, Mask, units_of};
 use super::pareto::Frontier;
+
+/// The Pareto-efficient packings found so far: exact covers, and apart from them maximal
+/// packings that leave units over, which count only when no cover exists at all.
+#[derive(Debug, Default)]
+pub struct Packings {
+    covers: Frontier,
+    partial: Frontier,
+    any_cover: bool,
+}
+
+impl Packings {
+    fn offer(&mut self, blocks: Vec<Rc<Block>>, leftover: Mask) {
+        if leftover == 0 {
+            self.any_cover = true;
+            self.covers.offer(blocks);
+        } else if !self.any_cover {
+            self.partial.offer(blocks);
+        }
+    }
+
+    /// The kept packings, and whether they are exact covers.
+    pub fn finish(self) -> (Vec<Vec<Rc<Block>>>, bool) {
+        if self.any_cover {
+            (self.covers.into_packings(), true)
+        } else {
+            (self.partial.into_packings(), false)
+        }
+    }
+}
 
 /// How hard the exact search may try before the bounded one takes over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,12 +80,12 @@ impl Default for Limits {
     }
 }
 
-/// Enumerates every maximal packing into `frontier`. Returns the number of search steps, or
+/// Enumerates every exact cover (or, failing any, every maximal packing) into `frontier`. Returns the number of search steps, or
 /// `None` when the budget ran out (the frontier is then incomplete and must be discarded).
 pub fn exact(
     ev: &mut Evaluator<'_>,
     limits: &Limits,
-    frontier: &mut Frontier,
+    frontier: &mut Packings,
 ) -> Result<Option<usize>, InterconnectError> {
     let n_units = ev.shape.units();
     let mut steps = 0usize;
@@ -100,14 +133,14 @@ struct Dfs<'a> {
 
 impl Dfs<'_> {
     /// Returns false when the budget ran out.
-    fn walk(&mut self, free: Mask, leftover: Mask, frontier: &mut Frontier) -> bool {
+    fn walk(&mut self, free: Mask, leftover: Mask, frontier: &mut Packings) -> bool {
         self.steps += 1;
         if self.steps > self.budget {
             return false;
         }
         if free == 0 {
             if !self.chosen.is_empty() && self.is_maximal(leftover) {
-                frontier.offer(self.chosen.clone());
+                frontier.offer(self.chosen.clone(), leftover);
             }
             return true;
         }
@@ -166,6 +199,8 @@ enum Order {
 #[derive(Clone)]
 struct BeamState {
     free: Mask,
+    /// Units skipped because no block of the shape fitted there.
+    leftover: Mask,
     blocks: Vec<Rc<Block>>,
 }
 
@@ -173,9 +208,11 @@ struct BeamState {
 pub fn bounded(
     ev: &mut Evaluator<'_>,
     limits: &Limits,
-    frontier: &mut Frontier,
+    frontier: &mut Packings,
 ) -> Result<String, InterconnectError> {
     let shapes = outer_shapes(ev);
+    let mut by_size = shapes.clone();
+    by_size.sort_by_key(|shape| std::cmp::Reverse(shape.iter().product::<usize>()));
     let n_units = ev.shape.units();
     let all: Mask = if n_units == MAX_UNITS {
         Mask::MAX
@@ -186,6 +223,7 @@ pub fn bounded(
         for objective in [Objective::Sum, Objective::Min, Objective::Max] {
             let mut beam = vec![BeamState {
                 free: all,
+                leftover: 0,
                 blocks: Vec::new(),
             }];
             while beam.iter().any(|s| s.free != 0) {
@@ -218,6 +256,7 @@ pub fn bounded(
                     if !grown {
                         let mut s = state;
                         s.free &= !(1 << x);
+                        s.leftover |= 1 << x;
                         next.push((rank(&s.blocks, objective), s));
                     }
                 }
@@ -228,17 +267,56 @@ pub fn bounded(
             }
             for s in beam {
                 if !s.blocks.is_empty() {
-                    frontier.offer(s.blocks);
+                    let (blocks, leftover) = complete(ev, &by_size, s.blocks, s.leftover)?;
+                    frontier.offer(blocks, leftover);
                 }
             }
         }
     }
     Ok(format!(
-        "bounded: {} units exceed the exact search; beam search of width {} over homogeneous packings of {} block shapes",
-        n_units,
+        "beam search of width {} over homogeneous packings of {} block shapes",
         limits.beam_width,
         shapes.len()
     ))
+}
+
+/// Fills the units a homogeneous packing left over with blocks of other shapes, largest
+/// first, each grown around the lowest unit still free, so that the bounded search finds
+/// mixed covers (16 + 8 nodes of 24) as the exact search does. Returns the packing and the
+/// units still left over.
+fn complete(
+    ev: &mut Evaluator<'_>,
+    by_size: &[OuterShape],
+    mut blocks: Vec<Rc<Block>>,
+    leftover: Mask,
+) -> Result<(Vec<Rc<Block>>, Mask), InterconnectError> {
+    let mut free = leftover;
+    let mut left: Mask = 0;
+    while free != 0 {
+        let x = free.trailing_zeros() as usize;
+        let mut found = None;
+        'shapes: for shape in by_size {
+            for order in [Order::Nearest, Order::Hwloc, Order::Farthest] {
+                if let Some(mask) = construct(ev, shape, x, free, order) {
+                    if let Some(b) = ev.block(mask)? {
+                        found = Some(b);
+                        break 'shapes;
+                    }
+                }
+            }
+        }
+        match found {
+            Some(b) => {
+                free &= !b.mask;
+                blocks.push(b);
+            }
+            None => {
+                free &= !(1 << x);
+                left |= 1 << x;
+            }
+        }
+    }
+    Ok((blocks, left))
 }
 
 /// Every greedy construction of a block of `n` units around `x` from `free` units, over all

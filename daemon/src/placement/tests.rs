@@ -74,7 +74,8 @@ fn check_invariants(m: &Machine, set: &PlacementSet, what: &str) {
         );
         assert_eq!(p.scores.len(), m.concerns.len());
     }
-    // Kept packings: disjoint blocks.
+    // Kept packings: disjoint blocks, covering every unit exactly once unless the result
+    // says no exact cover exists.
     for packing in &set.packings {
         let mut used = BTreeSet::new();
         for block in packing {
@@ -84,6 +85,13 @@ fn check_invariants(m: &Machine, set: &PlacementSet, what: &str) {
                     "{what}: unit {u} in two blocks of a packing"
                 );
             }
+        }
+        if set.covers {
+            assert_eq!(
+                used.len(),
+                m.units.len(),
+                "{what}: packing {packing:?} leaves units uncovered"
+            );
         }
     }
 }
@@ -208,6 +216,75 @@ fn the_24_node_sgi_machine_is_searched_with_a_stated_bound() {
 }
 
 #[test]
+fn packings_cover_the_machine_when_a_cover_exists() {
+    // 4 nodes of 8 PUs and 24 vCPUs: 3 nodes of 8 would leave a node no 24-vCPU block fits
+    // (one node holds 8), so the only packing is the 4-node block (thesis algorithm 2).
+    let m = synthetic("pack:4 numa:1 core:4 pu:2");
+    let set = important_placements(&m, 24).unwrap();
+    check_invariants(&m, &set, "4x8 v=24");
+    assert!(set.covers);
+    assert_eq!(count_by_units(&set), BTreeMap::from([(4, 1)]));
+
+    // 5 nodes of 8 PUs and 16 vCPUs: blocks of 2 or 4 nodes never cover 5, so the maximal
+    // packings stand in, and the result says so rather than finding nothing.
+    let m = synthetic("pack:5 numa:1 core:4 pu:2");
+    let set = important_placements(&m, 16).unwrap();
+    check_invariants(&m, &set, "5x8 v=16");
+    assert!(!set.covers);
+    assert_eq!(
+        count_by_units(&set).keys().copied().collect::<Vec<_>>(),
+        [2, 4]
+    );
+}
+
+#[test]
+fn nine_to_sixteen_units_are_exact_within_the_budget_and_bounded_past_it() {
+    // 12 nodes: above the 8 that always fit, searched exactly while the budget allows.
+    let m = synthetic("pack:2 numa:6 core:2 pu:2");
+    assert_eq!(m.units.len(), 12);
+    let set = important_placements(&m, 8).unwrap();
+    check_invariants(&m, &set, "12 nodes");
+    assert!(set.search.is_exact(), "{:?}", set.search);
+
+    // The same machine with a budget too small: the bounded search answers and says why.
+    let tight = Limits {
+        exact_budget: 50,
+        ..Limits::default()
+    };
+    let bounded = important_placements_with(&m, 8, &tight).unwrap();
+    check_invariants(&m, &bounded, "12 nodes, tight budget");
+    match &bounded.search {
+        Search::Bounded { bound } => {
+            assert!(bound.contains("budget of 50 steps"), "{bound}");
+            assert!(bound.contains("beam"), "{bound}");
+        }
+        other => panic!("a budget of 50 steps sufficed? {other:?}"),
+    }
+    // Symmetric machine: the bounded search finds every score vector the exact one does.
+    assert_eq!(ids(&bounded), ids(&set));
+}
+
+#[test]
+fn a_64_node_machine_is_searched_with_a_stated_bound() {
+    // No corpus file has 64 CPU nodes; a synthetic one stands for the largest machines.
+    let m = synthetic("pack:8 numa:8 core:4 pu:2");
+    assert_eq!(m.units.len(), 64);
+    for v in [8, 64] {
+        let set = important_placements(&m, v).unwrap();
+        check_invariants(&m, &set, &format!("64 nodes v={v}"));
+        match &set.search {
+            Search::Bounded { bound } => {
+                assert!(bound.contains("64 units exceed"), "{bound}")
+            }
+            other => panic!("64 units searched exactly? {other:?}"),
+        }
+        // One node holds 8: the smallest placement of 64 vCPUs spans 8 nodes.
+        let fewest = set.placements.iter().map(|p| p.units.len()).min();
+        assert_eq!(fewest, Some(v.div_ceil(8)), "v={v}");
+    }
+}
+
+#[test]
 fn bounded_search_agrees_with_exact_on_a_symmetric_machine() {
     let m = synthetic("pack:4 numa:1 l3:1 core:12 pu:2");
     let limits = Limits {
@@ -253,9 +330,9 @@ fn bad_vcpu_counts_are_refused_with_reasons() {
     }
 }
 
-/// All maximal packings of a machine, by brute force over every subset: the reference the
-/// exact search is checked against.
-fn all_maximal_packings(ev: &mut blocks::Evaluator<'_>) -> Vec<Vec<Rc<blocks::Block>>> {
+/// All exact covers of a machine or, when it has none, all maximal packings, by brute force
+/// over every subset: the reference the exact search is checked against.
+fn all_packings(ev: &mut blocks::Evaluator<'_>) -> Vec<Vec<Rc<blocks::Block>>> {
     let n = ev.shape.units();
     let mut valid = Vec::new();
     for mask in 1u128..(1 << n) {
@@ -284,6 +361,11 @@ fn all_maximal_packings(ev: &mut blocks::Evaluator<'_>) -> Vec<Vec<Rc<blocks::Bl
         }
     }
     rec(&valid, 0, 0, &mut Vec::new(), &mut out);
+    let all: u128 = (1 << n) - 1;
+    let covers = |p: &Vec<Rc<blocks::Block>>| p.iter().fold(0, |m, b| m | b.mask) == all;
+    if out.iter().any(covers) {
+        out.retain(covers);
+    }
     out
 }
 
@@ -300,7 +382,8 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]
 
     /// On small random machines with random distances, the exact search keeps exactly the
-    /// packings that no maximal packing of the same kind beats, one per distinct vector.
+    /// exact covers (or, without any, maximal packings) that no other of the same kind
+    /// beats, one per distinct vector.
     #[test]
     fn exact_search_matches_brute_force(
         packages in 1usize..=3,
@@ -334,11 +417,11 @@ proptest! {
         let v = divisors[vdiv % divisors.len()];
 
         let mut ev = blocks::Evaluator::new(shape::Shape::new(&m), v);
-        let mut frontier = pareto::Frontier::default();
+        let mut frontier = search::Packings::default();
         let steps = search::exact(&mut ev, &Limits::default(), &mut frontier).unwrap();
         prop_assert!(steps.is_some());
-        let kept: Vec<_> = frontier.into_packings().iter().map(|p| profile(p)).collect();
-        let all: Vec<_> = all_maximal_packings(&mut ev).iter().map(|p| profile(p)).collect();
+        let kept: Vec<_> = frontier.finish().0.iter().map(|p| profile(p)).collect();
+        let all: Vec<_> = all_packings(&mut ev).iter().map(|p| profile(p)).collect();
         let dominated = |a: &(Vec<blocks::BlockKey>, Vec<i64>), b: &(Vec<blocks::BlockKey>, Vec<i64>)| {
             a.0 == b.0 && a.1.iter().zip(&b.1).all(|(x, y)| x <= y) && a.1 != b.1
         };
