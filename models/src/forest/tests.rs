@@ -289,3 +289,20 @@ fn a_damaged_tree_is_caught_by_check() {
         Err(ForestError::Inconsistent { .. })
     ));
 }
+
+#[test]
+fn a_leaf_offset_that_would_overflow_is_caught_by_check() {
+    let (x, y) = step();
+    let mut forest = train(ForestParams::new().n_trees(1), &x, &y);
+    let leaf = forest.trees[0]
+        .nodes
+        .iter_mut()
+        .find(|n| matches!(n, tree::Node::Leaf { .. }));
+    if let Some(tree::Node::Leaf { offset }) = leaf {
+        *offset = usize::MAX;
+    }
+    assert!(matches!(
+        forest.check(1, 1),
+        Err(ForestError::Inconsistent { .. })
+    ));
+}

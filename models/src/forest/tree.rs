@@ -74,7 +74,11 @@ impl Tree {
                     }
                 }
                 Node::Leaf { offset } => {
-                    if offset + n_outputs > self.leaf_values.len() {
+                    // checked: a hand-edited file may carry an offset near usize::MAX.
+                    if offset
+                        .checked_add(n_outputs)
+                        .is_none_or(|end| end > self.leaf_values.len())
+                    {
                         return Err(format!("leaf {at} points past the leaf values"));
                     }
                 }
