@@ -64,7 +64,8 @@ pub fn detect_with(cpuinfo: &Path, sys_vendor: &Path, run_systemd: bool) -> Dete
     }
     if run_systemd {
         // Absent on minimal hosts; its failure is not evidence either way.
-        if let Ok(out) = Command::new("systemd-detect-virt").output() {
+        // `--vm`: a container on real hardware (docker, lxc) is not a virtual machine.
+        if let Ok(out) = Command::new("systemd-detect-virt").arg("--vm").output() {
             let what = String::from_utf8_lossy(&out.stdout).trim().to_owned();
             if out.status.success() && !what.is_empty() && what != "none" {
                 return vm(format!("systemd-detect-virt says {what}"));
