@@ -118,6 +118,10 @@ impl CommandSource {
                 program: program.clone(),
                 source,
             })?;
+        // The group id is the child's pid (process_group(0)). Saved now: once `collect`
+        // has reaped the child, `child.id()` is None, yet what it forked may live on in
+        // the group and hold the pipes open (`sh -c 'sleep 99 & echo 5'`).
+        let group = child.id().and_then(|p| libc::pid_t::try_from(p).ok());
         match tokio::time::timeout(self.config.timeout, collect(&mut child)).await {
             Ok(Ok((status, stdout, stderr))) => {
                 if !status.success() {
@@ -137,11 +141,11 @@ impl CommandSource {
                 }
             }
             Ok(Err(source)) => {
-                kill_group(&mut child).await;
+                kill_group(&mut child, group).await;
                 Err(CommandError::Wait { program, source })
             }
             Err(_) => {
-                kill_group(&mut child).await;
+                kill_group(&mut child, group).await;
                 Err(CommandError::TimedOut {
                     program,
                     timeout: self.config.timeout,
@@ -179,14 +183,16 @@ async fn collect(child: &mut Child) -> std::io::Result<(std::process::ExitStatus
     ))
 }
 
-/// Kills the command's process group and reaps the command.
-async fn kill_group(child: &mut Child) {
-    if let Some(pid) = child.id().and_then(|p| libc::pid_t::try_from(p).ok()) {
-        // SAFETY: kill(2) takes plain integers and touches no memory of ours. `-pid` names
-        // the group the child leads (process_group(0) above); the child is not reaped yet,
-        // so its pid, and hence the group id, cannot have been reused.
+/// Kills the command's process group `group` and reaps the command.
+async fn kill_group(child: &mut Child, group: Option<libc::pid_t>) {
+    if let Some(pgid) = group.filter(|&p| p > 0) {
+        // SAFETY: kill(2) takes plain integers and touches no memory of ours. `-pgid` names
+        // the group the child led (process_group(0) above). The kernel does not reuse a
+        // pid while a process group of that id has a member, so if the child was reaped
+        // but its group lives on, the signal reaches that group; once the group is empty
+        // the call fails with ESRCH, unless the pid space wrapped around within one poll.
         unsafe {
-            libc::kill(-pid, libc::SIGKILL);
+            libc::kill(-pgid, libc::SIGKILL);
         }
     }
     // Reap it; an error means it is already gone, which is what we want.
@@ -270,6 +276,24 @@ mod tests {
         ));
     }
 
+    /// The shell exits at once, so `wait` reaps it, but the background `sleep` keeps the
+    /// stdout pipe open: the poll times out with the command already reaped, and the group
+    /// must still be killed (by the pgid saved at spawn, not the reaped child's id).
+    #[tokio::test]
+    async fn a_reaped_command_still_has_its_group_killed_on_timeout() {
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("pid");
+        let script = format!("sleep 99 & echo $! > {}; echo 5", pidfile.display());
+        let err = source(&script, 500).run().await.unwrap_err();
+        assert!(matches!(err, CommandError::TimedOut { .. }), "{err:?}");
+        let pid: i32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert_gone(pid);
+    }
+
     #[tokio::test]
     async fn a_hanging_command_is_killed_with_its_children() {
         // The shell forks a sleep that would outlive a plain kill of the shell and keep the
@@ -284,8 +308,12 @@ mod tests {
             .trim()
             .parse()
             .unwrap();
-        // SIGKILL is delivered asynchronously, and the dead grandchild may linger as a
-        // zombie until init reaps it: wait (boundedly) for it to stop running.
+        assert_gone(pid);
+    }
+
+    /// Waits (boundedly) until `pid` no longer runs: SIGKILL is delivered asynchronously,
+    /// and the dead grandchild may linger as a zombie until init reaps it.
+    fn assert_gone(pid: i32) {
         let state = || {
             std::fs::read_to_string(format!("/proc/{pid}/stat"))
                 .ok()
