@@ -124,7 +124,9 @@ fn discovers_places_and_reports_a_container() {
     d.placectl(["predict", "c1"])
         .fails_with("no model for machine class");
     let run = d.placectl(["predict", "c1"]);
-    assert!(run.stderr.contains("placed-train run --vcpus 1"), "{run:?}");
+    // The advice is the real `placed-train` command for this v and the daemon's model dir.
+    let advice = placed::lifecycle::train_command(1, dir.path().join("models").display());
+    assert!(run.stderr.contains(&advice), "{run:?}");
     assert!(run.stderr.contains("FailedPrecondition"), "{run:?}");
 
     // Metrics count the move; status shows the container and no model.

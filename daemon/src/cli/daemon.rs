@@ -84,7 +84,8 @@ pub fn render_status(s: &pb::Status) -> String {
     if s.models.is_empty() {
         let _ = writeln!(
             o,
-            "Models      none (placed-train run --install to train one)"
+            "Models      none: train one with `{}` (DIR: the daemon's daemon.model_dir)",
+            crate::lifecycle::train_command("N", "DIR")
         );
     } else {
         let _ = writeln!(o, "\nModels");

@@ -1,7 +1,17 @@
 //! What a daemon command can fail with, classified by who has to act, so that the service
 //! maps each to its gRPC code in one place.
 
+use std::fmt::Display;
+
 use crate::fault::Fault;
+
+/// The command that trains a model for `vcpus` vCPUs on this host and installs it where the
+/// daemon looks (`dir`, its `daemon.model_dir`). The no-model error, `placectl status` and
+/// the tests all take it from here, so the advice cannot drift from `placed-train`'s flags
+/// (training/src/bin/placed-train.rs: `train` with `--vcpus`, `--workloads`, `--model-dir`).
+pub fn train_command(vcpus: impl Display, dir: impl Display) -> String {
+    format!("placed-train train --vcpus {vcpus} --workloads builtin --model-dir {dir}")
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
@@ -22,7 +32,8 @@ pub enum DaemonError {
     },
     /// No model for this machine class and vCPU count.
     #[error(
-        "no model for machine class {fingerprint} with {vcpus} vCPUs in {dir}; train one on this host with `placed-train run --vcpus {vcpus} --install {dir}` (or copy one trained on an identical host)"
+        "no model for machine class {fingerprint} with {vcpus} vCPUs in {dir}; train one on this host with `{cmd}` (or copy one trained on an identical host)",
+        cmd = train_command(.vcpus, .dir)
     )]
     NoModel {
         fingerprint: String,
@@ -50,5 +61,27 @@ impl DaemonError {
             Fault::HostConfig => Self::Precondition(message),
             Fault::Transient => Self::Unavailable(message),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_no_model_error_names_the_real_training_command() {
+        let e = DaemonError::NoModel {
+            fingerprint: "mc1-x".into(),
+            vcpus: 4,
+            dir: "/var/lib/placed/models".into(),
+        };
+        let text = e.to_string();
+        assert!(
+            text.contains(
+                "`placed-train train --vcpus 4 --workloads builtin --model-dir /var/lib/placed/models`"
+            ),
+            "{text}"
+        );
+        assert!(text.contains(&train_command(4, "/var/lib/placed/models")));
     }
 }

@@ -47,7 +47,7 @@ use crate::state::{
 };
 use crate::telemetry::{Metrics, StateLabel};
 
-pub use error::DaemonError;
+pub use error::{DaemonError, train_command};
 pub use events::{Event, EventKind};
 pub use models::LoadedModel;
 
