@@ -570,3 +570,38 @@ fn config_errors_are_one_line() {
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("socket = \"/run/placed/placed.sock\""));
 }
+
+/// The shipped unit must start on a host with no config file ("defaults work with no
+/// file"): run the daemon with exactly the arguments of its ExecStart line.
+#[test]
+fn the_systemd_unit_starts_without_a_config_file() {
+    if std::path::Path::new(placed::config::DEFAULT_CONFIG_PATH).exists() {
+        eprintln!(
+            "skipped, because {} exists on this host",
+            placed::config::DEFAULT_CONFIG_PATH
+        );
+        return;
+    }
+    let unit = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../dist/placed.service"),
+    )
+    .expect("dist/placed.service");
+    let exec = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .expect("an ExecStart line");
+    let mut words = exec.split_whitespace();
+    assert_eq!(words.next(), Some("/usr/local/bin/placed"), "{exec}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_placed"))
+        .args(words)
+        .arg("--print-config")
+        .output()
+        .expect("placed runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{exec}: {stderr}");
+    let effective = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        effective.contains("state_file = \"/var/lib/placed/state.json\""),
+        "{effective}"
+    );
+}
