@@ -119,6 +119,21 @@ fn discovers_places_and_reports_a_container() {
         .ok();
     assert_eq!(again.json()["moved"], false, "{again:?}");
 
+    // Observe can be asked for by name, with Manage and with Place (it once travelled as
+    // "unset": Manage ignored it and Place moved by the container's own policy).
+    let run = d
+        .placectl(["manage", "c1", "--policy", "observe", "--json"])
+        .ok();
+    assert_eq!(run.json()["policy"], "observe", "{run:?}");
+    d.placectl(["place", "c1", "--placement", &id]).ok();
+    let run = d
+        .placectl(["place", "c1", "--policy", "observe", "--json"])
+        .ok();
+    assert_eq!(run.json()["moved"], false, "{run:?}");
+    let run = d.placectl(["containers", "--json"]).ok();
+    assert_eq!(run.json()["containers"][0]["policy"], "observe", "{run:?}");
+    assert_eq!(cpus_allowed(pid), want_cpus);
+
     // No model can exist for a one-placement machine: a clean precondition failure that
     // says what to run.
     d.placectl(["predict", "c1"])

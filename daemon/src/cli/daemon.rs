@@ -51,12 +51,15 @@ pub fn policy_name(p: Option<&pb::Policy>) -> String {
         return "observe".into();
     };
     match pb::PolicyKind::try_from(p.kind) {
+        Ok(pb::PolicyKind::Observe) => "observe".into(),
         Ok(pb::PolicyKind::Model) => format!("model (goal {})", p.goal),
         Ok(pb::PolicyKind::Conservative) => "conservative".into(),
         Ok(pb::PolicyKind::Aggressive) => "aggressive".into(),
         Ok(pb::PolicyKind::SmartAggressive) => "smart-aggressive".into(),
         Ok(pb::PolicyKind::Pinned) => format!("pinned:{}", p.placement_id),
-        _ => "observe".into(),
+        // Daemons from before POLICY_KIND_OBSERVE sent observe as unset.
+        Ok(pb::PolicyKind::Unspecified) => "observe".into(),
+        Err(_) => format!("unknown ({})", p.kind),
     }
 }
 

@@ -101,7 +101,7 @@ pub fn state(s: Lifecycle) -> pb::ContainerState {
 
 pub fn policy_to_pb(p: &Policy) -> pb::Policy {
     let (kind, goal, placement_id) = match p {
-        Policy::Observe => (pb::PolicyKind::Unspecified, 0.0, String::new()),
+        Policy::Observe => (pb::PolicyKind::Observe, 0.0, String::new()),
         Policy::Model { goal } => (pb::PolicyKind::Model, *goal, String::new()),
         Policy::Conservative => (pb::PolicyKind::Conservative, 0.0, String::new()),
         Policy::Aggressive => (pb::PolicyKind::Aggressive, 0.0, String::new()),
@@ -123,6 +123,7 @@ pub fn policy_from_pb(p: Option<&pb::Policy>, default_goal: f64) -> Result<Optio
         pb::PolicyKind::try_from(p.kind).map_err(|_| format!("unknown policy kind {}", p.kind))?;
     let policy = match kind {
         pb::PolicyKind::Unspecified => return Ok(None),
+        pb::PolicyKind::Observe => Policy::Observe,
         pb::PolicyKind::Model => Policy::Model {
             goal: if p.goal == 0.0 { default_goal } else { p.goal },
         },
@@ -140,4 +141,43 @@ pub fn policy_from_pb(p: Option<&pb::Policy>, default_goal: f64) -> Result<Optio
     };
     policy.validate().map_err(|e| e.to_string())?;
     Ok(Some(policy))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_policy_survives_the_round_trip_and_unspecified_means_unset() {
+        for p in [
+            Policy::Observe,
+            Policy::Model { goal: 0.8 },
+            Policy::Conservative,
+            Policy::Aggressive,
+            Policy::SmartAggressive,
+            Policy::Pinned {
+                placement: "numa2".into(),
+            },
+        ] {
+            let wire = policy_to_pb(&p);
+            assert_ne!(
+                wire.kind,
+                pb::PolicyKind::Unspecified as i32,
+                "{p:?} must be expressible on the wire"
+            );
+            assert_eq!(policy_from_pb(Some(&wire), 0.9), Ok(Some(p)));
+        }
+        let unset = pb::Policy::default();
+        assert_eq!(policy_from_pb(Some(&unset), 0.9), Ok(None));
+        assert_eq!(policy_from_pb(None, 0.9), Ok(None));
+        // The model policy with goal 0 takes the daemon's goal.
+        let model = pb::Policy {
+            kind: pb::PolicyKind::Model as i32,
+            ..Default::default()
+        };
+        assert_eq!(
+            policy_from_pb(Some(&model), 0.7),
+            Ok(Some(Policy::Model { goal: 0.7 }))
+        );
+    }
 }
