@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::containers::Container;
+use crate::containers::{Container, short_id as short};
 use crate::cpuset::{CpuSet, NodeSet};
 use crate::enact::{ApplyReport, Inspection};
 use crate::migrate::{self, Mode, NodeBytes};
@@ -114,10 +114,6 @@ fn who(c: &Container) -> String {
         short(&c.id),
         c.cgroup
     )
-}
-
-fn short(id: &str) -> &str {
-    if id.len() == 64 { &id[..12] } else { id }
 }
 
 fn mode_text(m: &Mode) -> String {
@@ -323,6 +319,27 @@ mod tests {
             .map_err(|e| e.to_string())?
             .args
             .mode()
+    }
+
+    #[test]
+    fn multi_byte_ids_are_shortened_without_panicking() {
+        let c = Container {
+            runtime: crate::containers::Runtime::Cgroup,
+            id: "ß".repeat(64),
+            name: None,
+            pod: None,
+            cgroup: crate::cgroup::CgroupPath::root(),
+        };
+        let table = render_containers(std::slice::from_ref(&c));
+        assert!(table.contains(&"ß".repeat(12)), "{table}");
+        assert!(!table.contains(&"ß".repeat(13)), "{table}");
+        // 64 bytes, not 64 characters: shown whole.
+        let odd = Container {
+            id: format!("{}{}", "a".repeat(11), "é".repeat(26) + "b"),
+            ..c
+        };
+        assert_eq!(odd.id.len(), 64);
+        assert!(render_containers(std::slice::from_ref(&odd)).contains(&odd.id));
     }
 
     #[test]

@@ -180,12 +180,19 @@ impl Engine {
             .take(MAX_RESPONSE)
             .read_to_end(&mut raw)
             .map_err(io)?;
-        let text = String::from_utf8_lossy(&raw);
-        let (head, body) = parse_response(&text).ok_or_else(|| EngineError::Garbled {
+        // Bytes until the body is whole: chunk sizes count bytes, and a chunk may end
+        // inside a UTF-8 character, so the text is decoded only after dechunking.
+        let (head, body) = parse_response(&raw).ok_or_else(|| EngineError::Garbled {
             socket: self.socket.clone(),
             request: request.to_owned(),
-            what: text.chars().take(80).collect(),
+            what: String::from_utf8_lossy(&raw).chars().take(80).collect(),
         })?;
+        let body = if head.chunked {
+            dechunk(body)
+        } else {
+            body.to_vec()
+        };
+        let body = String::from_utf8_lossy(&body);
         if head.status != 200 {
             return Err(EngineError::Status {
                 socket: self.socket.clone(),
@@ -194,7 +201,7 @@ impl Engine {
                 body: body.trim().chars().take(200).collect(),
             });
         }
-        Ok(if head.chunked { dechunk(&body) } else { body })
+        Ok(body.into_owned())
     }
 }
 
@@ -204,30 +211,39 @@ struct Head {
 }
 
 /// Splits an HTTP response into its status line facts and body.
-fn parse_response(text: &str) -> Option<(Head, String)> {
-    let (head, body) = text.split_once("\r\n\r\n")?;
+fn parse_response(raw: &[u8]) -> Option<(Head, &[u8])> {
+    let end = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
+    // The head is ASCII by the HTTP grammar; anything else in it is garbage we ignore.
+    let head = String::from_utf8_lossy(&raw[..end]);
+    let body = &raw[end + 4..];
     let mut lines = head.lines();
     let status = lines.next()?.split_whitespace().nth(1)?.parse().ok()?;
     let chunked = lines.any(|l| {
         let l = l.to_ascii_lowercase();
         l.starts_with("transfer-encoding:") && l.contains("chunked")
     });
-    Some((Head { status, chunked }, body.to_owned()))
+    Some((Head { status, chunked }, body))
 }
 
-/// Decodes a chunked body (an engine may use it even for HTTP/1.0 behind a proxy).
-fn dechunk(body: &str) -> String {
-    let mut out = String::new();
+/// Decodes a chunked body (an engine may use it even for HTTP/1.0 behind a proxy); stops
+/// at the last chunk or at the first malformed or truncated one.
+fn dechunk(body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
     let mut rest = body;
-    while let Some((size, after)) = rest.split_once("\r\n") {
-        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
+    while let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") {
+        let size = std::str::from_utf8(&rest[..eol]).unwrap_or("");
+        // A size may carry extensions after ';' (RFC 9112 7.1.1).
+        let size = size.split(';').next().unwrap_or("").trim();
+        let Ok(n) = usize::from_str_radix(size, 16) else {
             break;
         };
-        if n == 0 || after.len() < n {
+        let data = &rest[eol + 2..];
+        if n == 0 || data.len() < n {
             break;
         }
-        out.push_str(&after[..n]);
-        rest = after[n..].trim_start_matches("\r\n");
+        out.extend_from_slice(&data[..n]);
+        rest = &data[n..];
+        rest = rest.strip_prefix(b"\r\n").unwrap_or(rest);
     }
     out
 }
@@ -242,6 +258,20 @@ pub(crate) mod tests {
     pub(crate) fn fake_engine(
         answers: Vec<(&'static str, &'static str)>,
     ) -> (tempfile::TempDir, PathBuf) {
+        fake_engine_raw(
+            answers
+                .into_iter()
+                .map(|(path, body)| {
+                    let reply =
+                        format!("HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{body}");
+                    (path, reply.into_bytes())
+                })
+                .collect(),
+        )
+    }
+
+    /// The same with whole responses given as bytes (heads included).
+    fn fake_engine_raw(answers: Vec<(&'static str, Vec<u8>)>) -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("engine.sock");
         let listener = UnixListener::bind(&path).unwrap();
@@ -258,16 +288,76 @@ pub(crate) mod tests {
                 }
                 let path = req.split_whitespace().nth(1).unwrap_or("").to_owned();
                 let reply = match answers.iter().find(|(p, _)| *p == path) {
-                    Some((_, body)) => {
-                        format!("HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{body}")
-                    }
-                    None => "HTTP/1.0 404 Not Found\r\n\r\n{\"message\":\"No such container\"}"
-                        .to_owned(),
+                    Some((_, reply)) => reply.clone(),
+                    None => b"HTTP/1.0 404 Not Found\r\n\r\n{\"message\":\"No such container\"}"
+                        .to_vec(),
                 };
-                let _ = conn.write_all(reply.as_bytes());
+                let _ = conn.write_all(&reply);
             }
         });
         (dir, path)
+    }
+
+    /// `body` in chunks of `size` bytes, cut wherever that falls, UTF-8 or not.
+    fn chunked(body: &str, size: usize) -> Vec<u8> {
+        let mut out = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+        for chunk in body.as_bytes().chunks(size) {
+            out.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+            out.extend_from_slice(chunk);
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(b"0\r\n\r\n");
+        out
+    }
+
+    #[test]
+    fn a_chunk_boundary_inside_a_utf8_character_is_decoded_whole() {
+        let body = r#"{"Id":"abc123","Name":"/café-ü","State":{"Running":true,"Pid":7}}"#;
+        // Every cut, so that some chunk ends after the first byte of 'é' or 'ü'.
+        for size in 1..=body.len() {
+            let raw = chunked(body, size);
+            let (head, got) = parse_response(&raw).unwrap();
+            assert!(head.chunked);
+            assert_eq!(dechunk(got), body.as_bytes(), "chunks of {size}");
+        }
+        let cut = body.find('é').unwrap() + 1;
+        let (_dir, sock) = fake_engine_raw(vec![("/containers/c/json", chunked(body, cut))]);
+        let c = Engine::new(Runtime::Docker, &sock)
+            .inspect("c")
+            .unwrap()
+            .unwrap();
+        assert_eq!((c.name.as_str(), c.pid), ("café-ü", Some(7)));
+    }
+
+    #[test]
+    fn invalid_utf8_and_malformed_chunks_are_errors_or_replacements_not_panics() {
+        // A lone continuation byte in the body, an error status with multi-byte text, a
+        // chunk size beyond the data, and no head at all.
+        let mut bad = b"HTTP/1.0 200 OK\r\n\r\n{\"Id\":\"x\",\"Name\":\"/\xa9\"}".to_vec();
+        bad.push(b'\n');
+        let (_dir, sock) = fake_engine_raw(vec![
+            ("/containers/bad/json", bad),
+            (
+                "/containers/gone/json",
+                "HTTP/1.0 404 Not Found\r\n\r\n{\"message\":\"kein Container ›gone‹\"}"
+                    .as_bytes()
+                    .to_vec(),
+            ),
+            (
+                "/containers/short/json",
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nff\r\n{}".to_vec(),
+            ),
+            ("/containers/json", "\u{e9}\u{e9}\u{e9}".as_bytes().to_vec()),
+        ]);
+        let e = Engine::new(Runtime::Docker, &sock);
+        let c = e.inspect("bad").unwrap().unwrap();
+        assert_eq!(c.name, "\u{fffd}");
+        assert_eq!(e.inspect("gone").unwrap(), None);
+        let err = e.inspect("short").unwrap_err();
+        assert!(matches!(err, EngineError::Garbled { .. }), "{err}");
+        let err = e.list().unwrap_err();
+        assert!(matches!(err, EngineError::Garbled { .. }), "{err}");
+        assert!(err.to_string().contains("\u{e9}\u{e9}"), "{err}");
     }
 
     #[test]
@@ -303,8 +393,8 @@ pub(crate) mod tests {
 
     #[test]
     fn chunked_bodies_are_decoded() {
-        let (head, body) = parse_response("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n[1,2\r\n2\r\n,3\r\n1\r\n]\r\n0\r\n\r\n").unwrap();
+        let (head, body) = parse_response(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n[1,2\r\n2\r\n,3\r\n1\r\n]\r\n0\r\n\r\n").unwrap();
         assert!(head.chunked);
-        assert_eq!(dechunk(&body), "[1,2,3]");
+        assert_eq!(dechunk(body), b"[1,2,3]");
     }
 }

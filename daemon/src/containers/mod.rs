@@ -83,9 +83,21 @@ impl Container {
     pub fn label(&self) -> String {
         match &self.name {
             Some(n) => n.clone(),
-            None if self.id.len() == 64 => self.id[..12].to_owned(),
-            None => self.id.clone(),
+            None => short_id(&self.id).to_owned(),
         }
+    }
+}
+
+/// A 64-digit id shortened to its first 12 characters, as `docker ps` shows it; any other
+/// id whole. Cut at a character boundary: ids come from cgroup directory names and engine
+/// answers, which need not be ASCII.
+pub fn short_id(id: &str) -> &str {
+    if id.chars().count() != 64 {
+        return id;
+    }
+    match id.char_indices().nth(12) {
+        Some((end, _)) => &id[..end],
+        None => id,
     }
 }
 

@@ -202,3 +202,27 @@ fn proc_cgroup_lines() {
     );
     assert_eq!(proc_cgroup_line("1:name=systemd:/\n", Version::V1), None);
 }
+
+#[test]
+fn labels_cut_ids_at_character_boundaries() {
+    let with_id = |id: &str| Container {
+        runtime: Runtime::Cgroup,
+        id: id.to_owned(),
+        name: None,
+        pod: None,
+        cgroup: CgroupPath::root(),
+    };
+    // 64 bytes whose 12th byte falls inside a 'é' (2 bytes): byte slicing panicked here.
+    let bytes64 = format!("/abcdefghij{}x", "é".repeat(26));
+    assert_eq!(bytes64.len(), 64);
+    assert_eq!(
+        with_id(&bytes64).label(),
+        bytes64,
+        "not a 64-digit id: whole"
+    );
+    // 64 characters, multi-byte: the first 12 characters.
+    let chars64 = "ü".repeat(64);
+    assert_eq!(with_id(&chars64).label(), "ü".repeat(12));
+    assert_eq!(with_id(A).label(), &A[..12]);
+    assert_eq!(short_id("x"), "x");
+}
