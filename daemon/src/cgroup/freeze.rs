@@ -124,7 +124,21 @@ impl Drop for Frozen {
 /// Thaws every cgroup that a live [`Frozen`] guard holds; returns how many it thawed.
 /// For the daemon's shutdown path, after it has stopped the migrations.
 pub fn thaw_all() -> usize {
-    let held = std::mem::take(&mut *registry());
+    thaw_where(|_, _| true)
+}
+
+/// [`thaw_all`] restricted to the guards `select` picks; the others stay registered.
+/// Tests use it to touch only their own fake kernel: the registry is process-global, and
+/// the other tests of the binary hold guards of their own meanwhile.
+pub(crate) fn thaw_where(select: impl Fn(&Arc<dyn Backend>, &CgroupPath) -> bool) -> usize {
+    let held: Vec<Held> = {
+        let mut all = registry();
+        let (picked, kept) = std::mem::take(&mut *all)
+            .into_iter()
+            .partition(|(_, b, c)| select(b, c));
+        *all = kept;
+        picked
+    };
     let mut thawed = 0;
     for (_, backend, cgroup) in held {
         match backend.set_frozen(&cgroup, false) {
