@@ -71,11 +71,51 @@ fn load_main(spec: &str) {
     }
 }
 
-/// A cgroup with one load process; removed on drop.
-struct Bench {
+/// A cgroup the bench created: thawed and removed on drop, so that a panic anywhere after
+/// its creation (a load that cannot start, a failed attach) leaves nothing behind.
+struct Created {
     host: Host,
     cg: CgroupPath,
+}
+
+impl Created {
+    fn new(host: &Host, cg: CgroupPath, cpus: &CpuSet, mems: &NodeSet) -> Self {
+        host.cgroups()
+            .create(&cg, cpus, mems)
+            .expect("create cgroup");
+        Self {
+            host: host.clone(),
+            cg,
+        }
+    }
+}
+
+impl Drop for Created {
+    fn drop(&mut self) {
+        let cgroups = self.host.cgroups();
+        let _ = cgroups.set_frozen(&self.cg, false);
+        // Normally empty by now (the load was killed first); a task that still is in it
+        // would make rmdir fail with EBUSY, so move it out.
+        for pid in cgroups.procs(&self.cg).unwrap_or_default() {
+            let _ = cgroups.attach(&CgroupPath::root(), pid);
+        }
+        // A killed task leaves the cgroup asynchronously: retry for up to a second.
+        for _ in 0..50 {
+            if cgroups.remove(&self.cg).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        eprintln!("warning: cannot remove {}", self.cg);
+    }
+}
+
+/// A cgroup with one load process; the load is killed, then the cgroup removed, on drop.
+struct Bench {
+    // Declared before `cg`: fields drop in order, and the cgroup goes after its load
+    // (Bench::drop has killed it by then).
     child: Child,
+    cg: Created,
 }
 
 impl Bench {
@@ -89,24 +129,18 @@ impl Bench {
     ) -> Self {
         let cg = CgroupPath::parse(&format!("placed-bench-{}-{name}", std::process::id()))
             .expect("name");
-        host.cgroups()
-            .create(&cg, cpus, mems)
-            .expect("create cgroup");
+        // From here on, the guard removes the cgroup whatever panics.
+        let cg = Created::new(host, cg, cpus, mems);
         let child = Command::new(std::env::current_exe().expect("exe"))
             .args(["--load", &format!("{threads},{mib}")])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
             .expect("spawn load");
-        // From here on, drop removes the cgroup.
-        let mut b = Self {
-            host: host.clone(),
-            cg,
-            child,
-        };
-        b.host
-            .cgroups()
-            .attach(&b.cg, b.child.id())
+        // From here on, drop also kills the load.
+        let mut b = Self { child, cg };
+        host.cgroups()
+            .attach(&b.cg.cg, b.child.id())
             .expect("attach");
         writeln!(b.child.stdin.as_mut().expect("stdin"), "go").expect("go");
         let mut line = String::new();
@@ -116,25 +150,24 @@ impl Bench {
         b
     }
 
+    fn path(&self) -> &CgroupPath {
+        &self.cg.cg
+    }
+
     fn container(&self) -> placed::containers::Container {
-        self.host
-            .resolve(&format!("cgroup:{}", self.cg))
+        self.cg
+            .host
+            .resolve(&format!("cgroup:{}", self.path()))
             .expect("resolve")
     }
 }
 
 impl Drop for Bench {
     fn drop(&mut self) {
-        let _ = self.host.cgroups().set_frozen(&self.cg, false);
+        let _ = self.cg.host.cgroups().set_frozen(self.path(), false);
         let _ = self.child.kill();
         let _ = self.child.wait();
-        for _ in 0..50 {
-            if self.host.cgroups().remove(&self.cg).is_ok() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        eprintln!("warning: cannot remove {}", self.cg);
+        // `cg` drops next and removes the cgroup.
     }
 }
 
@@ -162,7 +195,7 @@ fn latency(host: &Host, cpus: &CpuSet, mems: &NodeSet, threads: &[usize], runs: 
             let target = if i % 2 == 0 { &b } else { &a };
             let t = Instant::now();
             host.cgroups()
-                .set_cpus(&bench.cg, target)
+                .set_cpus(bench.path(), target)
                 .expect("write cpuset.cpus");
             times.push(t.elapsed().as_secs_f64());
         }
