@@ -25,6 +25,7 @@ pub(crate) struct FakeKernel {
 #[derive(Debug, Default)]
 struct State {
     faults: Vec<(String, i32, usize)>,
+    read_faults: Vec<(String, i32, usize)>,
     writes: Vec<(String, String)>,
     stuck_freeze: bool,
 }
@@ -158,6 +159,16 @@ impl FakeKernel {
             .lock()
             .unwrap()
             .faults
+            .push((suffix.to_owned(), errno, skip));
+    }
+
+    /// The read of a file whose path ends with `suffix` after `skip` successful ones fails
+    /// with `errno` (any file read through this `Fs`, the fake `/proc` included).
+    pub fn inject_read_after(&self, suffix: &str, errno: i32, skip: usize) {
+        self.state
+            .lock()
+            .unwrap()
+            .read_faults
             .push((suffix.to_owned(), errno, skip));
     }
 
@@ -364,22 +375,29 @@ impl FakeKernel {
     }
 }
 
+/// The errno of the first fault that matches `path` and is due; counts down the others'
+/// skips.
+fn take_fault(faults: &mut Vec<(String, i32, usize)>, path: &Path) -> Option<i32> {
+    let p = path.to_string_lossy();
+    let i = faults.iter().position(|(s, ..)| p.ends_with(s.as_str()))?;
+    if faults[i].2 == 0 {
+        return Some(faults.remove(i).1);
+    }
+    faults[i].2 -= 1;
+    None
+}
+
 impl Fs for FakeKernel {
     fn read(&self, path: &Path) -> io::Result<String> {
+        if let Some(e) = take_fault(&mut self.state.lock().unwrap().read_faults, path) {
+            return Err(errno(e));
+        }
         RealFs.read(path)
     }
 
     fn write(&self, path: &Path, value: &str) -> io::Result<()> {
-        {
-            let mut st = self.state.lock().unwrap();
-            let p = path.to_string_lossy();
-            if let Some(i) = st.faults.iter().position(|(s, ..)| p.ends_with(s.as_str())) {
-                if st.faults[i].2 == 0 {
-                    let (_, e, _) = st.faults.remove(i);
-                    return Err(errno(e));
-                }
-                st.faults[i].2 -= 1;
-            }
+        if let Some(e) = take_fault(&mut self.state.lock().unwrap().faults, path) {
+            return Err(errno(e));
         }
         if !path.exists() {
             return Err(errno(libc::ENOENT));

@@ -205,6 +205,9 @@ pub fn render_move(r: &ApplyReport) -> String {
         duration(r.cpuset_write),
         duration(r.total)
     );
+    for w in &r.warnings {
+        let _ = writeln!(o, "Warning   {w}");
+    }
     o
 }
 

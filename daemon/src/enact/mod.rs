@@ -16,20 +16,28 @@
 //! the parent cgroup's cpuset), writes the container's cgroup and its descendants in an
 //! order the kernel accepts ([`crate::cgroup::plan`]), brings the memory along in the
 //! chosen [`Mode`], then verifies by reading the cpuset back and every task's
-//! `/proc/<tid>/status`. If any step fails, the previous cpuset is written back and the
-//! error says whether that worked.
+//! `/proc/<tid>/status`. If any step up to and including the verification fails, the
+//! previous cpuset is written back and the error says whether that worked. Once verified,
+//! the move stands: reading the memory's whereabouts for the report can still fail, and
+//! that is a warning in the report ([`ApplyReport::warnings`]), not an error.
 //!
 //! The fast and throttled modes write in two steps around the workers: first the new CPUs
 //! and the union of old and new nodes (a `cpuset.mems` that only grows migrates nothing:
 //! the kernel's `do_migrate_pages` skips nodes that stay allowed), then, after the workers
 //! moved the pages, the new nodes alone, which makes the kernel sweep whatever the workers
 //! missed (pages faulted in meanwhile; on v1 `memory_migrate` is on).
+//!
+//! A cancel ([`ApplyOptions::cancel`]) stops the workers at their next chunk. In the fast
+//! mode the second write then still happens: the kernel moves the rest, inside the write,
+//! at its own pace. In the throttled mode it does not, because that would move the rest
+//! uncapped, the one thing the mode promises not to do to a latency-sensitive container:
+//! the cgroup keeps the new CPUs and the old and new nodes, and the report says so.
 
 mod verify;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 pub use verify::{TaskCheck, check_tasks, parse_status};
@@ -158,8 +166,10 @@ pub struct ApplyOptions {
     pub chunk_pages: usize,
     /// See [`MoveOptions::whole_process_bytes`].
     pub whole_process_bytes: Option<u64>,
-    /// Set by the daemon's shutdown to stop the workers; the cgroup is then thawed and the
-    /// cpuset finished (the kernel moves what is left).
+    /// Set (by the daemon's shutdown, by placectl on SIGINT/SIGTERM) to stop the workers
+    /// at their next chunk. Fast mode: the cpuset is then finished (the kernel moves what
+    /// is left) and the cgroup thawed. Throttled mode: the cgroup keeps the old and new
+    /// nodes, so nothing moves uncapped ([`MigrationReport::cancelled`]).
     pub cancel: Option<Arc<AtomicBool>>,
 }
 
@@ -181,7 +191,8 @@ pub struct ApplyReport {
     pub version: Version,
     /// The container cgroup's configured sets before (on v2, empty means inherited).
     pub before: Sets,
-    /// Its effective sets after.
+    /// Its effective sets after: the request, except after a cancelled throttled move
+    /// (the request's CPUs, the old and new nodes).
     pub after: Sets,
     /// Cgroups written (the container's and its descendants').
     pub cgroups: usize,
@@ -193,6 +204,10 @@ pub struct ApplyReport {
     pub tasks_checked: usize,
     #[serde(serialize_with = "migrate::secs")]
     pub total: Duration,
+    /// What went wrong after the move was verified and so did not undo it: a cancel, or
+    /// memory that could not be read for the report (its `after` is then empty and
+    /// `left_on_old_nodes` 0, unmeasured).
+    pub warnings: Vec<String>,
 }
 
 /// A container's current state.
@@ -383,24 +398,40 @@ impl Host {
                 cause: Box::new(cause),
             }
         };
-        let (workers, frozen_for, migration_time) = match outcome {
+        let done = match outcome {
             Ok(o) => o,
             Err(e) => return Err(failed(e, &mut run)),
         };
-        let check = match self.verify(&tree, &target) {
+        let check = match self.verify(&tree, &done.top) {
             Ok(c) => c,
             Err(e) => return Err(failed(e, &mut run)),
         };
-        let after_state = self.cgroups.cpuset(cg)?;
+        // Verified: the container is where it should be. From here on nothing undoes the
+        // move; what cannot be measured is a warning.
+        let mut warnings = done.warnings;
         let pids_after = self.procs(&tree).unwrap_or(pids);
-        let footprint_after = self.proc.footprint(&pids_after)?;
-        let left = footprint_after.outside(mems);
+        let footprint_after = match self.proc.footprint(&pids_after) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                let w = format!(
+                    "the move is done, but the memory per node afterwards could not be read \
+                     ({}); the report's memory after, what is left on the old nodes and (kernel \
+                     mode) the bytes moved are not measured",
+                    crate::cli::error_line(&e)
+                );
+                tracing::warn!(container = %container.label(), warning = %w, "placed, partly unmeasured");
+                warnings.push(w);
+                None
+            }
+        };
+        let left = footprint_after.as_ref().map_or(0, |f| f.outside(mems));
+        let workers_moved = done.workers.as_ref().map_or(0, |w| w.bytes_moved);
         // What left the old nodes, by numa_maps; the workers' exact count when larger (the
         // processes may have allocated meanwhile).
-        let left_the_old_nodes = footprint_before.outside(mems).saturating_sub(left);
-        let bytes_moved = workers.as_ref().map_or(left_the_old_nodes, |w| {
-            w.bytes_moved.max(left_the_old_nodes)
-        });
+        let bytes_moved = match &footprint_after {
+            Some(_) => workers_moved.max(footprint_before.outside(mems).saturating_sub(left)),
+            None => workers_moved,
+        };
         let report = ApplyReport {
             container: container.clone(),
             version: self.cgroups.version(),
@@ -411,24 +442,24 @@ impl Host {
                     mems: s.mems.clone(),
                 })
                 .unwrap_or_else(|| target.clone()),
-            after: Sets {
-                cpus: after_state.effective_cpus,
-                mems: after_state.effective_mems,
-            },
+            // What verify() read back as the effective sets.
+            after: done.top,
             cgroups: tree.len(),
             cpuset_write: run.write_time,
             migration: MigrationReport {
                 mode: mode.clone(),
                 bytes_moved,
-                duration: migration_time,
-                frozen_for,
+                duration: done.duration,
+                frozen_for: done.frozen_for,
                 before: footprint_before,
-                after: footprint_after,
+                after: footprint_after.unwrap_or_default(),
                 left_on_old_nodes: left,
-                workers,
+                workers: done.workers,
+                cancelled: done.cancelled,
             },
             tasks_checked: check.checked,
             total: started.elapsed(),
+            warnings,
         };
         tracing::info!(
             container = %container.label(),
@@ -554,9 +585,37 @@ struct Run<'a> {
     write_time: Duration,
 }
 
+/// What [`Run::enact`] did.
+struct Enacted {
+    /// The workers' account (fast and throttled modes, when there was memory to move).
+    workers: Option<migrate::MoveStats>,
+    /// How long the cgroup was frozen, if it was.
+    frozen_for: Option<Duration>,
+    /// The whole migration, first write (or freeze) to last write.
+    duration: Duration,
+    /// The container cgroup's sets as finally written, to verify against: the target, or
+    /// after a cancelled throttled move the target's CPUs with the old and new nodes.
+    top: Sets,
+    cancelled: bool,
+    warnings: Vec<String>,
+}
+
+/// `target` with the nodes `from` allows now added: the first step of the fast and
+/// throttled modes, which migrates nothing.
+fn widened(from: &CpusetState, target: &Sets) -> Sets {
+    Sets {
+        cpus: target.cpus.clone(),
+        // On v2 an empty `cpuset.mems` inherits: what it allows is the effective set.
+        mems: if from.mems.is_empty() {
+            from.effective_mems.union(&target.mems)
+        } else {
+            from.mems.union(&target.mems)
+        },
+    }
+}
+
 impl Run<'_> {
-    /// Writes the sets (and moves the memory); returns the workers' account, how long the
-    /// cgroup was frozen and how long the whole migration took.
+    /// Writes the sets and moves the memory.
     fn enact(
         &mut self,
         cg: &CgroupPath,
@@ -564,18 +623,26 @@ impl Run<'_> {
         mode: &Mode,
         opts: &ApplyOptions,
         footprint: &NodeBytes,
-    ) -> Result<(Option<migrate::MoveStats>, Option<Duration>, Duration), Error> {
+    ) -> Result<Enacted, Error> {
         let started = Instant::now();
         let has_memory_elsewhere = footprint.outside(&target.mems) > 0;
+        let done = |workers, frozen_for, top: &Sets| Enacted {
+            workers,
+            frozen_for,
+            duration: started.elapsed(),
+            top: top.clone(),
+            cancelled: false,
+            warnings: Vec::new(),
+        };
         match mode {
             Mode::Kernel => {
                 self.write_all(|_| target.clone())?;
-                Ok((None, None, started.elapsed()))
+                Ok(done(None, None, target))
             }
             // Nothing to move: one write, as the kernel mode does.
             Mode::Fast { .. } | Mode::Throttled { .. } if !has_memory_elsewhere => {
                 self.write_all(|_| target.clone())?;
-                Ok((None, None, started.elapsed()))
+                Ok(done(None, None, target))
             }
             Mode::Fast { .. } | Mode::Throttled { .. } => {
                 let (workers, freeze, rate) = match mode {
@@ -593,14 +660,9 @@ impl Run<'_> {
                     None
                 };
                 // Step 1: new CPUs, old and new nodes (nothing migrates yet).
-                self.write_all(|from| Sets {
-                    cpus: target.cpus.clone(),
-                    mems: if from.mems.is_empty() {
-                        from.effective_mems.union(&target.mems)
-                    } else {
-                        from.mems.union(&target.mems)
-                    },
-                })?;
+                self.write_all(|from| widened(from, target))?;
+                let never = AtomicBool::new(false);
+                let cancel = opts.cancel.as_deref().unwrap_or(&never);
                 let stats = {
                     let tree_root = cg.clone();
                     let cgroups = &self.host.cgroups;
@@ -608,8 +670,6 @@ impl Run<'_> {
                         let tree = cgroups.subtree(&tree_root)?;
                         all_procs(cgroups, &tree)
                     };
-                    let never = AtomicBool::new(false);
-                    let cancel = opts.cancel.as_deref().unwrap_or(&never);
                     let move_opts = MoveOptions {
                         workers: workers.max(1),
                         rate,
@@ -618,13 +678,52 @@ impl Run<'_> {
                     };
                     migrate::move_memory(&self.host.proc, &list, &target.mems, &move_opts, cancel)?
                 };
-                // Step 2: only the new nodes; the kernel sweeps what the workers missed.
+                let cancelled = cancel.load(Ordering::Relaxed);
+                if cancelled && rate.is_some() {
+                    // Throttled and cancelled: the second write would have the kernel move
+                    // whatever the worker had not reached, at full speed, under a
+                    // latency-sensitive container. Keep both nodes instead.
+                    let top = self
+                        .before
+                        .first()
+                        .map_or_else(|| target.clone(), |(_, from)| widened(from, target));
+                    let w = format!(
+                        "cancelled: the throttled move stopped after {} moved; the cgroup \
+                         keeps cpus {} and mems {} (old and new nodes) so that nothing moves \
+                         uncapped; apply again to finish",
+                        crate::cli::human_bytes(stats.bytes_moved),
+                        top.cpus,
+                        top.mems
+                    );
+                    tracing::warn!(container = %cg, warning = %w, "move cancelled");
+                    return Ok(Enacted {
+                        cancelled,
+                        warnings: vec![w],
+                        ..done(Some(stats), None, &top)
+                    });
+                }
+                // Step 2: only the new nodes; the kernel sweeps what the workers missed
+                // (after a cancel: everything they did not reach).
                 self.write_all(|_| target.clone())?;
                 let frozen_for = match frozen {
                     Some(g) => Some(g.thaw()?),
                     None => None,
                 };
-                Ok((Some(stats), frozen_for, started.elapsed()))
+                let mut warnings = Vec::new();
+                if cancelled {
+                    let w = format!(
+                        "cancelled: the workers stopped after {} moved; the kernel moved the \
+                         rest in the final cpuset write",
+                        crate::cli::human_bytes(stats.bytes_moved)
+                    );
+                    tracing::warn!(container = %cg, warning = %w, "move cancelled");
+                    warnings.push(w);
+                }
+                Ok(Enacted {
+                    cancelled,
+                    warnings,
+                    ..done(Some(stats), frozen_for, target)
+                })
             }
         }
     }

@@ -14,7 +14,14 @@ struct Fake {
     proc_dir: tempfile::TempDir,
     _sys_dir: tempfile::TempDir,
     host: Host,
+    /// The task in /docker/c and the one in /docker/c/sub.
+    pids: [u32; 2],
 }
+
+/// Pids above PID_MAX_LIMIT (2^22), which no process can have: the workers of the fast and
+/// throttled modes call the real move_pages/migrate_pages, and on these they fail with
+/// ESRCH and touch nothing.
+const NO_SUCH: [u32; 2] = [(1 << 22) + 10, (1 << 22) + 11];
 
 fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -24,12 +31,17 @@ fn write(path: &Path, text: &str) {
 /// A v1 host with CPUs 0-7 online and nodes 0-1 with memory; /docker holds 0-5 and 0-1;
 /// the container /docker/c has a child /docker/c/sub; tasks 10 (in c) and 11 (in sub).
 fn fake() -> Fake {
+    fake_with([10, 11])
+}
+
+/// [`fake`] with other task ids.
+fn fake_with(pids: [u32; 2]) -> Fake {
     let k = FakeKernel::v1("0-7", "0-1");
     k.cgroup("/docker", "0-5", "0-1");
     k.cgroup("/docker/c", "0-1", "0");
     k.cgroup("/docker/c/sub", "0-1", "0");
-    k.tasks("/docker/c", &[10]);
-    k.tasks("/docker/c/sub", &[11]);
+    k.tasks("/docker/c", &pids[..1]);
+    k.tasks("/docker/c/sub", &pids[1..]);
     let sys = tempfile::tempdir().unwrap();
     write(&sys.path().join("devices/system/cpu/online"), "0-7\n");
     write(&sys.path().join("devices/system/node/has_memory"), "0-1\n");
@@ -48,6 +60,7 @@ fn fake() -> Fake {
         proc_dir,
         _sys_dir: sys,
         host,
+        pids,
     };
     f.status("0-1", "0");
     f
@@ -56,10 +69,27 @@ fn fake() -> Fake {
 impl Fake {
     /// What /proc/<tid>/status says for both tasks: the fake kernel does not update it.
     fn status(&self, cpus: &str, mems: &str) {
-        for tid in [10, 11] {
+        for tid in self.pids {
             write(
                 &self.proc_dir.path().join(format!("{tid}/status")),
                 &format!("Name:\tx\nCpus_allowed_list:\t{cpus}\nMems_allowed_list:\t{mems}\n"),
+            );
+        }
+    }
+
+    /// Gives each task 1 MiB resident on `node` in the fake /proc (maps and numa_maps).
+    fn memory_on(&self, node: u32) {
+        for pid in self.pids {
+            let dir = self.proc_dir.path().join(pid.to_string());
+            write(
+                &dir.join("maps"),
+                "7f0000000000-7f0000100000 rw-p 00000000 00:00 0\n",
+            );
+            write(
+                &dir.join("numa_maps"),
+                &format!(
+                    "7f0000000000 default anon=256 dirty=256 N{node}=256 kernelpagesize_kB=4\n"
+                ),
             );
         }
     }
@@ -376,4 +406,149 @@ fn v2_descendants_without_cpuset_inherit_and_are_verified_against_the_container(
     );
     let i = host.inspect(&c).unwrap();
     assert!(i.disagreeing_tasks.is_empty(), "{:?}", i.disagreeing_tasks);
+}
+
+/// Fast mode, frozen, with memory to move: a write that fails after the freeze and after
+/// the first cpuset writes (in the first step, and in the second after the workers ran)
+/// thaws the cgroup and restores every cgroup's previous sets.
+#[test]
+fn a_fast_move_failing_after_the_freeze_thaws_and_restores() {
+    let fast = Mode::Fast {
+        workers: 2,
+        freeze: true,
+    };
+    // /docker/c/sub's mems are written once in step 1 (to 0-1) and once in step 2 (to 1).
+    for (step, skip) in [("step 1", 0), ("step 2", 1)] {
+        let f = fake_with(NO_SUCH);
+        f.memory_on(0);
+        let c = f.container();
+        f.kernel.inject_after("c/sub/cpuset.mems", libc::EIO, skip);
+        let err = f.host.apply(&c, &set("2-3"), &set("1"), &fast).unwrap_err();
+        match &err {
+            Error::Failed {
+                rollback, cause, ..
+            } => {
+                assert_eq!(rollback, &Rollback::Restored, "{step}: {err}");
+                assert!(
+                    matches!(&**cause, Error::Cgroup(e) if e.errno() == Some(libc::EIO)),
+                    "{step}: {cause}"
+                );
+            }
+            other => panic!("{step}: {other}"),
+        }
+        let writes = f.kernel.writes();
+        let at = |path: &str, value: &str| {
+            writes
+                .iter()
+                .position(|(p, v)| p == path && v == value)
+                .unwrap_or_else(|| panic!("{step}: no {path}={value} in {writes:?}"))
+        };
+        let frozen = at("docker/c/freezer.state", "FROZEN");
+        let thawed = at("docker/c/freezer.state", "THAWED");
+        let first_write = writes
+            .iter()
+            .position(|(p, _)| p.ends_with("cpuset.cpus") || p.ends_with("cpuset.mems"))
+            .unwrap();
+        assert!(
+            frozen < first_write && first_write < thawed,
+            "{step}: frozen, written, thawed: {writes:?}"
+        );
+        assert_eq!(f.kernel.freezer_file("docker/c/freezer.state"), "THAWED");
+        assert_eq!(f.sets("docker/c"), ("0-1".into(), "0".into()), "{step}");
+        assert_eq!(f.sets("docker/c/sub"), ("0-1".into(), "0".into()), "{step}");
+    }
+}
+
+/// A cancelled fast move finishes the cpuset (the kernel moves the rest); a cancelled
+/// throttled one keeps the old and new nodes, so that nothing moves uncapped, and says so.
+#[test]
+fn a_cancel_finishes_a_fast_move_and_leaves_a_throttled_one_on_both_nodes() {
+    let cancel = Arc::new(AtomicBool::new(true));
+    let opts = ApplyOptions {
+        cancel: Some(cancel),
+        ..ApplyOptions::default()
+    };
+
+    let f = fake_with(NO_SUCH);
+    f.memory_on(0);
+    f.status("2-3", "1");
+    let fast = Mode::Fast {
+        workers: 2,
+        freeze: true,
+    };
+    let r = f
+        .host
+        .apply_with(&f.container(), &set("2-3"), &set("1"), &fast, &opts)
+        .unwrap();
+    assert!(r.migration.cancelled);
+    assert_eq!(r.after.mems.to_string(), "1");
+    assert_eq!(f.sets("docker/c"), ("2-3".into(), "1".into()));
+    assert_eq!(f.kernel.freezer_file("docker/c/freezer.state"), "THAWED");
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("kernel moved the rest")),
+        "{:?}",
+        r.warnings
+    );
+
+    let f = fake_with(NO_SUCH);
+    f.memory_on(0);
+    // What the kernel would show with the cgroup on both nodes.
+    f.status("2-3", "0-1");
+    let throttled = Mode::Throttled {
+        bytes_per_sec: 1 << 20,
+    };
+    let r = f
+        .host
+        .apply_with(&f.container(), &set("2-3"), &set("1"), &throttled, &opts)
+        .unwrap();
+    assert!(r.migration.cancelled);
+    assert_eq!(r.after.cpus.to_string(), "2-3");
+    assert_eq!(r.after.mems.to_string(), "0-1");
+    assert_eq!(f.sets("docker/c"), ("2-3".into(), "0-1".into()));
+    assert_eq!(f.sets("docker/c/sub"), ("2-3".into(), "0-1".into()));
+    assert!(
+        !f.kernel
+            .writes()
+            .iter()
+            .any(|(p, v)| p.ends_with("cpuset.mems") && v == "1"),
+        "no write of the new nodes alone: {:?}",
+        f.kernel.writes()
+    );
+    assert_eq!(r.migration.left_on_old_nodes, 2 << 20);
+    assert!(
+        r.warnings.iter().any(|w| w.contains("uncapped")),
+        "{:?}",
+        r.warnings
+    );
+    // The text placectl prints carries the warning.
+    assert!(crate::cli::render_move(&r).contains("Warning   cancelled"));
+}
+
+/// Once the move is verified, failing to read the memory for the report does not undo it:
+/// the report comes back with a warning and the unmeasured parts empty.
+#[test]
+fn memory_unreadable_after_a_verified_move_is_a_warning_not_a_rollback() {
+    let f = fake_with(NO_SUCH);
+    f.memory_on(0);
+    f.status("2-3", "1");
+    // The first read (before the move) works, the second (after) fails.
+    f.kernel
+        .inject_read_after(&format!("{}/numa_maps", NO_SUCH[0]), libc::EIO, 1);
+    let r = f
+        .host
+        .apply(&f.container(), &set("2-3"), &set("1"), &Mode::Kernel)
+        .unwrap();
+    assert_eq!(f.sets("docker/c"), ("2-3".into(), "1".into()));
+    assert_eq!(r.after.mems.to_string(), "1");
+    assert_eq!(r.migration.before.total(), 2 << 20);
+    assert_eq!(r.migration.after.total(), 0);
+    assert_eq!(r.migration.bytes_moved, 0, "unmeasured, not guessed");
+    assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
+    assert!(
+        r.warnings[0].contains("could not be read") && r.warnings[0].contains("EIO"),
+        "{}",
+        r.warnings[0]
+    );
 }

@@ -149,6 +149,10 @@ pub struct MigrationReport {
     pub left_on_old_nodes: u64,
     /// The workers' own account (fast and throttled modes).
     pub workers: Option<MoveStats>,
+    /// The workers were told to stop before they were done (`ApplyOptions::cancel`): in
+    /// the fast mode the kernel moved the rest; in the throttled mode the rest stayed and
+    /// the cgroup kept its old nodes as well as the new ones.
+    pub cancelled: bool,
 }
 
 impl MigrationReport {
