@@ -16,7 +16,9 @@ pub enum Policy {
     Model { goal: f64 },
     /// The whole machine, reserved, unpinned (one container per machine).
     Conservative,
-    /// Unpinned, nothing reserved: the kernel's scheduler decides.
+    /// Unpinned over the units nobody holds, reserving none: aggressive containers share
+    /// them and the kernel's scheduler decides (thesis §2.5). The one policy that opts out
+    /// of exclusive units, for itself only: it never runs on units another container holds.
     Aggressive,
     /// The fewest units that hold the container, best interconnect first.
     SmartAggressive,
@@ -171,10 +173,36 @@ pub fn decide(policy: &Policy, s: &Situation<'_>) -> Result<Option<Target>, Poli
     };
     match policy {
         Policy::Observe => Ok(None),
-        Policy::Aggressive => Ok(Some(whole_machine(
-            "aggressive: unpinned, the scheduler decides".into(),
-            Vec::new(),
-        ))),
+        Policy::Aggressive => {
+            // Sharing is among aggressive containers only: the units other containers hold
+            // stay theirs alone, so an aggressive container gets what nobody holds.
+            if s.available.is_empty() {
+                return Err(no_room("any unit (aggressive)".into()));
+            }
+            let (cpus, mems) = s
+                .available
+                .iter()
+                .fold((CpuSet::new(), NodeSet::new()), |(c, n), &u| {
+                    (c.union(&m.units[u].cpus), n.union(&m.units[u].mems))
+                });
+            let everything = s.available.len() == m.units.len();
+            Ok(Some(Target {
+                placement: None,
+                units: Vec::new(),
+                cpus: cpus.intersection(&m.pus.usable),
+                mems,
+                predicted: None,
+                reason: if everything {
+                    "aggressive: unpinned, nothing reserved, the scheduler decides".into()
+                } else {
+                    format!(
+                        "aggressive: unpinned over the {} of {} units no other container holds, nothing reserved",
+                        s.available.len(),
+                        m.units.len()
+                    )
+                },
+            }))
+        }
         Policy::Conservative => {
             let all: Vec<usize> = (0..m.units.len()).collect();
             if all.iter().all(|u| s.available.contains(u)) {
@@ -283,38 +311,65 @@ pub struct MoveDecision {
     pub reason: String,
 }
 
-/// A move pays when it frees units, or when the predicted gain over the horizon exceeds the
-/// time the migration takes (memory to move over the migration bandwidth).
-pub fn worth_moving(
-    current_units: usize,
-    current_predicted: Option<f64>,
-    target: &Target,
-    memory_bytes: u64,
-    migration_bytes_per_s: f64,
-    horizon_s: f64,
-) -> MoveDecision {
-    let migration_s = if migration_bytes_per_s > 0.0 {
-        memory_bytes as f64 / migration_bytes_per_s
+/// What a move would cost and what the container has now, for [`worth_moving`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct MoveCost {
+    /// Allocation units the container holds now (all of them when it holds none: it may
+    /// run anywhere).
+    pub current_units: usize,
+    /// Predicted performance where it is now, relative to the baseline, when known.
+    pub current_predicted: Option<f64>,
+    /// It runs on units another container holds (an aggressive container that was there
+    /// first, or one never placed): it must leave them whatever the cost.
+    pub trespassing: bool,
+    /// Resident memory on nodes the target does not include: what has to migrate.
+    pub bytes_to_move: u64,
+    pub migration_bytes_per_s: f64,
+    /// A move must pay for itself within this time.
+    pub horizon_s: f64,
+}
+
+/// The move-or-stay rule for automatic moves (DESIGN.md §3.5): a move pays when it leaves
+/// units another container holds, when it frees units, when no memory has to move, or when
+/// the predicted gain over the horizon exceeds the time the migration takes (memory to move
+/// over the migration bandwidth). Without a prediction there is no gain to weigh, so a move
+/// that has to migrate memory does not pay; an explicit `Place` can still order it.
+pub fn worth_moving(cost: &MoveCost, target: &Target) -> MoveDecision {
+    let migration_s = if cost.bytes_to_move == 0 {
+        0.0
+    } else if cost.migration_bytes_per_s > 0.0 {
+        cost.bytes_to_move as f64 / cost.migration_bytes_per_s
     } else {
         f64::INFINITY
     };
-    if !target.units.is_empty() && target.units.len() < current_units {
-        return MoveDecision {
-            worth_it: true,
-            reason: format!(
-                "frees {} allocation units (migration about {migration_s:.1} s)",
-                current_units - target.units.len()
-            ),
-        };
+    let mib = cost.bytes_to_move as f64 / f64::from(1u32 << 20);
+    let yes = |reason: String| MoveDecision {
+        worth_it: true,
+        reason,
+    };
+    if cost.trespassing {
+        return yes(format!(
+            "it runs on units another container holds (migration about {migration_s:.1} s)"
+        ));
     }
-    match (current_predicted, target.predicted) {
+    if !target.units.is_empty() && target.units.len() < cost.current_units {
+        return yes(format!(
+            "frees {} allocation units (migration about {migration_s:.1} s)",
+            cost.current_units - target.units.len()
+        ));
+    }
+    if cost.bytes_to_move == 0 {
+        return yes("no memory has to move".into());
+    }
+    let horizon_s = cost.horizon_s;
+    match (cost.current_predicted, target.predicted) {
         (Some(now), Some(then)) if now > 0.0 => {
             let gain = (then - now) / now;
             let worth_it = gain * horizon_s > migration_s;
             MoveDecision {
                 worth_it,
                 reason: format!(
-                    "predicted gain {:+.1}% over {horizon_s:.0} s {} migration of about {migration_s:.1} s",
+                    "predicted gain {:+.1}% over {horizon_s:.0} s {} migrating {mib:.0} MiB (about {migration_s:.1} s)",
                     gain * 100.0,
                     if worth_it {
                         "outweighs"
@@ -325,8 +380,10 @@ pub fn worth_moving(
             }
         }
         _ => MoveDecision {
-            worth_it: true,
-            reason: "no prediction to weigh against the migration: policy decides".into(),
+            worth_it: false,
+            reason: format!(
+                "no predicted gain to outweigh migrating {mib:.0} MiB (about {migration_s:.1} s); an explicit place moves it anyway"
+            ),
         },
     }
 }
@@ -448,27 +505,127 @@ mod tests {
     }
 
     #[test]
-    fn moves_pay_for_themselves() {
-        let t = Target {
+    fn aggressive_shares_only_what_nobody_holds() {
+        let (m, set) = opteron();
+        let all: Vec<usize> = (0..8).collect();
+        let s = Situation {
+            machine: &m,
+            placements: &set,
+            available: &all,
+            predictions: None,
+        };
+        let t = decide(&Policy::Aggressive, &s).unwrap().unwrap();
+        assert!(t.units.is_empty(), "aggressive reserves nothing");
+        assert_eq!(t.cpus, m.pus.usable);
+        // Units 0 and 1 are held by another container: never handed to an aggressive one.
+        let free: Vec<usize> = (2..8).collect();
+        let t = decide(
+            &Policy::Aggressive,
+            &Situation {
+                available: &free,
+                ..s
+            },
+        )
+        .unwrap()
+        .unwrap();
+        assert!(t.units.is_empty());
+        for held in [0, 1] {
+            assert!(
+                !t.cpus.intersects(&m.units[held].cpus),
+                "unit {held}'s cpus handed out: {}",
+                t.cpus
+            );
+            assert!(!t.mems.intersects(&m.units[held].mems), "{}", t.mems);
+        }
+        assert_eq!(t.cpus.len(), 48);
+        assert!(matches!(
+            decide(
+                &Policy::Aggressive,
+                &Situation {
+                    available: &[],
+                    ..s
+                }
+            ),
+            Err(PolicyError::NoRoom { .. })
+        ));
+    }
+
+    fn target(units: Vec<usize>, predicted: Option<f64>) -> Target {
+        Target {
             placement: Some("x".into()),
-            units: vec![0, 1],
+            units,
             cpus: CpuSet::new(),
             mems: NodeSet::new(),
-            predicted: Some(1.10),
+            predicted,
             reason: String::new(),
-        };
+        }
+    }
+
+    fn cost(current_units: usize, current_predicted: Option<f64>, bytes: u64) -> MoveCost {
+        MoveCost {
+            current_units,
+            current_predicted,
+            trespassing: false,
+            bytes_to_move: bytes,
+            migration_bytes_per_s: (1u64 << 30) as f64,
+            horizon_s: 600.0,
+        }
+    }
+
+    #[test]
+    fn moves_pay_for_themselves() {
         // Same units, 10% gain over 600 s against 1 GiB at 1 GiB/s: worth it.
-        let d = worth_moving(2, Some(1.0), &t, 1 << 30, (1u64 << 30) as f64, 600.0);
+        let d = worth_moving(
+            &cost(2, Some(1.0), 1 << 30),
+            &target(vec![0, 1], Some(1.10)),
+        );
         assert!(d.worth_it, "{}", d.reason);
-        // 0.1% gain against 100 s of migration: not worth it.
-        let t2 = Target {
-            predicted: Some(1.001),
-            ..t.clone()
+        // 0.1% gain against 100 GiB (100 s of migration) over 60 s: refused.
+        let small_gain_big_memory = MoveCost {
+            horizon_s: 60.0,
+            ..cost(2, Some(1.0), 100 << 30)
         };
-        let d = worth_moving(2, Some(1.0), &t2, 100 << 30, (1u64 << 30) as f64, 60.0);
+        let d = worth_moving(&small_gain_big_memory, &target(vec![2, 3], Some(1.001)));
         assert!(!d.worth_it, "{}", d.reason);
+        assert!(d.reason.contains("does not outweigh"), "{}", d.reason);
         // Freeing units always pays.
-        let d = worth_moving(4, Some(1.0), &t2, 100 << 30, (1u64 << 30) as f64, 60.0);
-        assert!(d.worth_it);
+        let d = worth_moving(
+            &MoveCost {
+                current_units: 4,
+                ..small_gain_big_memory.clone()
+            },
+            &target(vec![2, 3], Some(1.001)),
+        );
+        assert!(d.worth_it, "{}", d.reason);
+        // So does leaving units another container holds.
+        let d = worth_moving(
+            &MoveCost {
+                trespassing: true,
+                ..small_gain_big_memory.clone()
+            },
+            &target(vec![2, 3], Some(1.001)),
+        );
+        assert!(d.worth_it, "{}", d.reason);
+    }
+
+    #[test]
+    fn without_a_prediction_only_free_moves_pay() {
+        // The non-model policies predict nothing: a move that must migrate memory has no
+        // gain to set against it.
+        let d = worth_moving(&cost(2, None, 8 << 30), &target(vec![2, 3], None));
+        assert!(!d.worth_it, "{}", d.reason);
+        assert!(d.reason.contains("no predicted gain"), "{}", d.reason);
+        // Nothing to migrate (same nodes, or more of them): it costs nothing.
+        let d = worth_moving(&cost(2, None, 0), &target(vec![2, 3], None));
+        assert!(d.worth_it, "{}", d.reason);
+        // No bandwidth known and memory to move: never worth it.
+        let d = worth_moving(
+            &MoveCost {
+                migration_bytes_per_s: 0.0,
+                ..cost(2, Some(1.0), 1 << 20)
+            },
+            &target(vec![2, 3], Some(2.0)),
+        );
+        assert!(!d.worth_it, "{}", d.reason);
     }
 }

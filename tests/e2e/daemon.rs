@@ -302,6 +302,34 @@ fn bad_requests_get_the_right_status_codes() {
             })
             .await;
         assert_eq!(code(r), Code::FailedPrecondition);
+        // That failed Place left the policy as it was, in memory and in the state file.
+        let c1 = c
+            .get_container(pb::GetContainerRequest {
+                container: "c1".into(),
+            })
+            .await
+            .expect("c1")
+            .into_inner();
+        assert_eq!(
+            c1.policy.as_ref().map(|p| p.kind),
+            Some(pb::PolicyKind::Observe as i32),
+            "{c1:?}"
+        );
+        let fingerprint = c
+            .get_status(pb::GetStatusRequest {})
+            .await
+            .expect("status")
+            .into_inner()
+            .fingerprint;
+        let saved = StateStore::new(dir.path().join("state.json"))
+            .load(&fingerprint)
+            .expect("a readable state file")
+            .expect("a state file");
+        assert_eq!(
+            saved.containers[0].policy,
+            placed::policy::Policy::Observe,
+            "{saved:?}"
+        );
 
         // Clients that walk away mid-stream leave the daemon healthy.
         let (tx, rx) = tokio::sync::mpsc::channel::<pb::MetricSample>(4);

@@ -59,7 +59,7 @@ pub(super) async fn resync(inner: &Arc<Inner>) {
     let mut renamed = false;
     for c in found {
         if !known.contains(&c.cgroup.to_string()) {
-            if let Err(e) = task::register(inner, c, None).await {
+            if let Err(e) = task::register(inner, c, None).await.map(|_| ()) {
                 tracing::warn!(error = %e, "cannot register a discovered container");
             }
         } else if let Some(name) = c.name {
@@ -132,6 +132,15 @@ pub(super) async fn forget(inner: &Arc<Inner>, id: &str) {
         return;
     };
     entry.cancel.cancel();
+    // Its units are free again: aggressive containers may share them.
+    if entry
+        .record
+        .assigned
+        .as_ref()
+        .is_some_and(|a| !a.units.is_empty())
+    {
+        inner.wake_sharers(id);
+    }
     inner.update_gauges();
     inner.events.send(Event {
         unix_ms: now_ms(),

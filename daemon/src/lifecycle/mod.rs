@@ -291,9 +291,21 @@ impl Daemon {
                     .await
                     .map_err(|e| DaemonError::Internal(e.to_string()))?
                     .map_err(|e| DaemonError::from_fault(e.fault(), e.to_string()))?;
-                task::register(&self.inner, container, None).await?
+                match task::register(&self.inner, container, Some(&req)).await? {
+                    // Registered with the requested settings before its task started.
+                    task::Registered::New(id) => return self.container(&id),
+                    // Discovery got there first: change its settings like any other's.
+                    task::Registered::Known(id) => id,
+                }
             }
         };
+        // One operation per container: settings never change under a measurement or a move
+        // (an evaluation for the old v would write its result back for the new one, and a
+        // container mid-migration would be sent back to the start of its lifecycle).
+        let guard = self
+            .inner
+            .with_entry(&id, |e| e.try_begin("changing its settings"))
+            .ok_or_else(|| not_found(&req.container))??;
         {
             let mut reg = self.inner.registry();
             let entry = reg
@@ -326,6 +338,9 @@ impl Daemon {
                     entry.record.policy.clone(),
                     entry.record.metric.clone(),
                 );
+            if changed {
+                entry.settings += 1;
+            }
             // New settings, or a container stuck waiting: its task starts over.
             if changed || matches!(entry.record.state, Lifecycle::Waiting | Lifecycle::Failed) {
                 entry.record.state = Lifecycle::Discovered;
@@ -334,7 +349,9 @@ impl Daemon {
             entry.record.updated_unix_ms = events::now_ms();
             entry.wake.notify_one();
         }
-        self.inner.persist().await?;
+        let saved = self.inner.persist().await;
+        drop(guard);
+        saved?;
         self.container(&id)
     }
 
@@ -372,7 +389,7 @@ impl Daemon {
         let available: Vec<usize> = (0..self.inner.machine.units.len())
             .filter(|u| !taken.contains(u))
             .collect();
-        let predicted = record.prediction.as_ref().map(task::predicted_list);
+        let predicted = task::usable_prediction(&record).map(task::predicted_list);
         let situation = Situation {
             machine: &self.inner.machine,
             placements: &set,
@@ -387,7 +404,7 @@ impl Daemon {
                     policy.name()
                 ))
             })?;
-        let decision = self.inner.worth_moving(&record, &target);
+        let decision = self.inner.worth_moving(&id, &record, &target).await;
         let would_move = decision.worth_it && !task::already_there(&record, &target);
         Ok(Recommendation {
             container: record.name,
@@ -514,6 +531,17 @@ fn view(e: &Entry) -> ContainerView {
     }
 }
 
+/// Resident memory of the processes, from /proc/<pid>/statm.
+fn resident_bytes(pids: &[u32]) -> u64 {
+    // SAFETY: sysconf has no preconditions; it returns -1 for an unknown name.
+    let page = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+    pids.iter()
+        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/statm")).ok())
+        .filter_map(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .sum::<u64>()
+        * page
+}
+
 fn not_found(reference: &str) -> DaemonError {
     DaemonError::NotFound(format!(
         "placed manages no container {reference:?}; `placectl containers` lists them, and Manage (placectl manage) takes one over"
@@ -588,8 +616,10 @@ impl Inner {
         }
     }
 
-    pub(crate) fn worth_moving(
-        &self,
+    /// The move-or-stay rule's inputs for moving `record` to `target`, and its verdict.
+    pub(crate) async fn worth_moving(
+        self: &Arc<Self>,
+        id: &str,
         record: &ContainerRecord,
         target: &policy::Target,
     ) -> policy::MoveDecision {
@@ -603,42 +633,92 @@ impl Inner {
                     a.units.len()
                 }
             });
-        let current_predicted = record.prediction.as_ref().and_then(|p| {
+        let current_predicted = task::usable_prediction(record).and_then(|p| {
             record
                 .assigned
                 .as_ref()
                 .and_then(|a| a.placement.as_deref())
                 .and_then(|id| p.relative(id))
         });
-        let memory = self.container_memory(record);
-        let bw = *self
+        let held = self.registry().taken_units(id);
+        let inner = self.clone();
+        let (rec, to_mems) = (record.clone(), target.mems.clone());
+        // /proc/<pid>/numa_maps of a large process takes a while to read.
+        let (trespassing, bytes_to_move) =
+            tokio::task::spawn_blocking(move || inner.exposure(&rec, &held, &to_mems))
+                .await
+                .unwrap_or((false, u64::MAX));
+        let migration_bytes_per_s = *self
             .migration_bytes_per_s
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         policy::worth_moving(
-            current_units,
-            current_predicted,
+            &policy::MoveCost {
+                current_units,
+                current_predicted,
+                trespassing,
+                bytes_to_move,
+                migration_bytes_per_s,
+                horizon_s: self.config.policy.horizon.as_secs_f64(),
+            },
             target,
-            memory,
-            bw,
-            self.config.policy.horizon.as_secs_f64(),
         )
     }
 
-    /// Resident memory of the container's processes, from its cgroup's tasks.
-    fn container_memory(&self, record: &ContainerRecord) -> u64 {
+    /// Where the container runs now, against the units others hold and the target's nodes:
+    /// whether it runs on another container's units, and the resident bytes on nodes the
+    /// target leaves out (what a move would migrate).
+    fn exposure(
+        &self,
+        record: &ContainerRecord,
+        held_by_others: &[usize],
+        to_mems: &crate::cpuset::NodeSet,
+    ) -> (bool, u64) {
         let Ok(cg) = crate::cgroup::CgroupPath::parse(&record.id) else {
-            return 0;
+            return (false, 0);
         };
-        let Ok(procs) = self.host.cgroups().procs(&cg) else {
-            return 0;
+        let (cpus, mems) = match (self.host.cgroups().cpuset(&cg), &record.assigned) {
+            (Ok(now), _) => (now.effective_cpus, now.effective_mems),
+            (Err(_), Some(a)) => (a.cpus.clone(), a.mems.clone()),
+            (Err(_), None) => (
+                self.machine.pus.usable.clone(),
+                self.machine
+                    .units
+                    .iter()
+                    .fold(crate::cpuset::NodeSet::new(), |acc, u| acc.union(&u.mems)),
+            ),
         };
-        procs
-            .iter()
-            .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/statm")).ok())
-            .filter_map(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
-            .sum::<u64>()
-            * 4096
+        let trespassing = held_by_others.iter().any(|&u| {
+            self.machine
+                .units
+                .get(u)
+                .is_some_and(|unit| unit.cpus.intersects(&cpus) || unit.mems.intersects(&mems))
+        });
+        if mems.is_subset(to_mems) {
+            // The target keeps every node the memory may be on: nothing migrates.
+            return (trespassing, 0);
+        }
+        let procs = self.host.cgroups().procs(&cg).unwrap_or_default();
+        let bytes = match crate::migrate::Proc::host().footprint(&procs) {
+            Ok(per_node) => per_node.outside(to_mems),
+            // Per-node figures unreadable: count all of it, the most a move can migrate.
+            Err(e) => {
+                tracing::debug!(container = %record.name, error = %e, "numa_maps unreadable; counting all resident memory");
+                resident_bytes(&procs)
+            }
+        };
+        (trespassing, bytes)
+    }
+
+    /// Wakes every aggressive container but `except`, to be placed again: they share only
+    /// units nobody holds, and what nobody holds just changed.
+    pub(crate) fn wake_sharers(&self, except: &str) {
+        let reg = self.registry();
+        for (key, e) in &reg.entries {
+            if key != except && matches!(e.record.policy, Policy::Aggressive) {
+                e.wake.notify_one();
+            }
+        }
     }
 
     /// The configured migration mode.
@@ -680,6 +760,7 @@ impl Inner {
             reporter: None,
             cancel: self.cancel.child_token(),
             wake: Arc::new(Notify::new()),
+            settings: 0,
         }
     }
 }

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::containers::Container;
 use crate::observe::Reporter;
-use crate::state::{ContainerRecord, Lifecycle};
+use crate::state::{ContainerRecord, Lifecycle, PredictionRecord};
 
 use super::error::DaemonError;
 
@@ -33,6 +33,9 @@ pub struct Entry {
     pub cancel: CancellationToken,
     /// Wakes the lifecycle task: settings changed, or re-evaluate now.
     pub wake: Arc<Notify>,
+    /// Bumped whenever the container's settings (vCPUs, policy, metric) change: a result
+    /// computed from older settings (a prediction for the old v) is stale and discarded.
+    pub settings: u64,
 }
 
 /// Held while an operation runs.
@@ -134,6 +137,17 @@ impl Registry {
 }
 
 impl Entry {
+    /// Stores a prediction computed from the settings of generation `since`. Refused (and
+    /// `false`) when the settings changed meanwhile or the prediction is for another v: a
+    /// stale result must never stand for the container's current settings.
+    pub fn store_prediction(&mut self, prediction: PredictionRecord, since: u64) -> bool {
+        if self.settings != since || prediction.vcpus != self.record.vcpus {
+            return false;
+        }
+        self.record.prediction = Some(prediction);
+        true
+    }
+
     /// Claims the container for an operation without waiting: the API's way in.
     pub fn try_begin(&mut self, operation: &str) -> Result<OpGuard, DaemonError> {
         match self.op.clone().try_lock_owned() {
@@ -152,6 +166,96 @@ impl Entry {
                     seconds: since.elapsed().as_secs(),
                 })
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cgroup::CgroupPath;
+    use crate::containers::Runtime;
+    use crate::policy::Policy;
+    use crate::state::VcpuSource;
+
+    fn entry(vcpus: usize) -> Entry {
+        let cgroup = CgroupPath::parse("/test/c1").unwrap();
+        Entry {
+            record: ContainerRecord {
+                id: cgroup.to_string(),
+                name: "c1".into(),
+                runtime: "cgroup".into(),
+                runtime_id: cgroup.to_string(),
+                vcpus,
+                vcpus_source: VcpuSource::Request,
+                policy: Policy::Model { goal: 0.9 },
+                state: Lifecycle::Baseline,
+                detail: String::new(),
+                original: None,
+                assigned: None,
+                migration: None,
+                resume: None,
+                metric: None,
+                prediction: None,
+                updated_unix_ms: 0,
+            },
+            container: Container {
+                runtime: Runtime::Cgroup,
+                id: cgroup.to_string(),
+                name: None,
+                pod: None,
+                cgroup,
+            },
+            op: Arc::new(tokio::sync::Mutex::new(())),
+            doing: None,
+            reporter: None,
+            cancel: CancellationToken::new(),
+            wake: Arc::new(Notify::new()),
+            settings: 0,
+        }
+    }
+
+    fn prediction(vcpus: usize) -> PredictionRecord {
+        PredictionRecord {
+            model_id: "m".into(),
+            model_path: "/m.json".into(),
+            provenance: placed_models::Provenance::Simulated,
+            vcpus,
+            baseline: "a".into(),
+            probe: "b".into(),
+            observations: Vec::new(),
+            placements: Vec::new(),
+            warnings: Vec::new(),
+            unix_ms: 0,
+        }
+    }
+
+    #[test]
+    fn a_prediction_from_older_settings_is_discarded() {
+        let mut e = entry(4);
+        let since = e.settings;
+        // Manage changed v to 8 while the v = 4 evaluation ran.
+        e.record.vcpus = 8;
+        e.settings += 1;
+        assert!(!e.store_prediction(prediction(4), since));
+        assert_eq!(e.record.prediction, None);
+        // A prediction for another v is refused even under the same generation.
+        assert!(!e.store_prediction(prediction(4), e.settings));
+        assert!(e.store_prediction(prediction(8), e.settings));
+        assert_eq!(e.record.prediction.as_ref().map(|p| p.vcpus), Some(8));
+    }
+
+    #[test]
+    fn a_busy_container_says_what_holds_it_and_since_when() {
+        let mut e = entry(4);
+        let _held = e.try_begin("evaluating (baseline and probe)").unwrap();
+        match e.try_begin("changing its settings") {
+            Err(err @ DaemonError::Busy { .. }) => {
+                let text = err.to_string();
+                assert!(text.contains("evaluating (baseline and probe)"), "{text}");
+                assert!(text.contains("since 0 s ago"), "{text}");
+            }
+            other => panic!("expected Busy, got {other:?}"),
         }
     }
 }

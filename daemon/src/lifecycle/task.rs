@@ -34,7 +34,7 @@ use crate::telemetry::{Outcome, OutcomeLabel};
 use super::error::DaemonError;
 use super::events::{Event, EventKind, now_ms};
 use super::registry::OpGuard;
-use super::{Inner, PlaceOutcome, PlaceTarget};
+use super::{Inner, ManageRequest, PlaceOutcome, PlaceTarget};
 
 /// What the task does after a step.
 enum Next {
@@ -46,14 +46,24 @@ enum Next {
     Idle,
 }
 
-/// Registers a newly found container and starts its task. Returns its id.
+/// What [`register`] found.
+#[derive(Debug)]
+pub(super) enum Registered {
+    /// Taken under management now, with the settings asked for.
+    New(String),
+    /// Already managed (found by discovery meanwhile): its settings are unchanged.
+    Known(String),
+}
+
+/// Registers a newly found container with the settings `Manage` asked for (or the defaults)
+/// and starts its task, so that no task ever runs on settings about to change.
 pub(super) async fn register(
     inner: &Arc<Inner>,
     container: Container,
-    vcpus_requested: Option<usize>,
-) -> Result<String, DaemonError> {
+    settings: Option<&ManageRequest>,
+) -> Result<Registered, DaemonError> {
     let id = container.cgroup.to_string();
-    let (vcpus, vcpus_source) = match vcpus_requested {
+    let (vcpus, vcpus_source) = match settings.and_then(|s| s.vcpus) {
         Some(v) => (v, VcpuSource::Request),
         None => match inner.controllers.vcpus(&container.cgroup) {
             Some(v) => (v.min(inner.machine.pus.usable.len()), VcpuSource::Quota),
@@ -68,8 +78,15 @@ pub(super) async fn register(
             }
         },
     };
-    let policy = Policy::parse(&inner.config.policy.default, inner.config.policy.goal)
-        .unwrap_or(Policy::Observe);
+    let policy = match settings.and_then(|s| s.policy.clone()) {
+        Some(p) => p,
+        None => Policy::parse(&inner.config.policy.default, inner.config.policy.goal)
+            .unwrap_or(Policy::Observe),
+    };
+    let metric = match settings.and_then(|s| s.metric.clone()) {
+        Some(m) => Some(m),
+        None => inner.pmu.then_some(SourceSpec::Perf { ipc: false }),
+    };
     // A plain cgroup is known by its last component, as a container by its name.
     let name = match (&container.runtime, &container.name) {
         (crate::containers::Runtime::Cgroup, None) => container.cgroup.name().to_owned(),
@@ -89,14 +106,14 @@ pub(super) async fn register(
         assigned: None,
         migration: None,
         resume: None,
-        metric: inner.pmu.then_some(SourceSpec::Perf { ipc: false }),
+        metric,
         prediction: None,
         updated_unix_ms: now_ms(),
     };
     {
         let mut reg = inner.registry();
         if reg.entries.contains_key(&id) {
-            return Ok(id);
+            return Ok(Registered::Known(id));
         }
         let entry = inner.new_entry(record, container);
         reg.entries.insert(id.clone(), entry);
@@ -112,7 +129,7 @@ pub(super) async fn register(
     inner.update_gauges();
     inner.persist().await?;
     spawn(inner, id.clone());
-    Ok(id)
+    Ok(Registered::New(id))
 }
 
 pub(super) fn spawn(inner: &Arc<Inner>, id: String) {
@@ -238,23 +255,54 @@ async fn begin(inner: &Inner, id: &str, what: &str) -> Result<OpGuard, DaemonErr
     Ok(OpGuard::from(guard))
 }
 
+/// A prediction that applies to the container as it is now (one for another v does not).
+pub(super) fn usable_prediction(rec: &ContainerRecord) -> Option<&PredictionRecord> {
+    rec.prediction.as_ref().filter(|p| p.vcpus == rec.vcpus)
+}
+
+/// Whether the container's settings are still those of generation `since`.
+fn unchanged_since(inner: &Inner, id: &str, since: u64) -> bool {
+    inner.with_entry(id, |e| e.settings) == Some(since)
+}
+
 async fn step(
     inner: &Arc<Inner>,
     id: &str,
     source: &mut Option<(SourceSpec, AnySource)>,
 ) -> Result<Next, DaemonError> {
-    let rec = record(inner, id)?;
+    let (rec, generation) = inner
+        .with_entry(id, |e| (e.record.clone(), e.settings))
+        .ok_or_else(|| DaemonError::NotFound(format!("container {id} is no longer managed")))?;
     let set = inner.placements(rec.vcpus)?;
     // A pushed metric must accept samples at any time, not only while measuring.
     if matches!(rec.metric, Some(SourceSpec::Pushed { .. })) {
         ensure_source(inner, id, &rec, source).await?;
     }
     match rec.state {
+        Lifecycle::Watched if matches!(rec.policy, Policy::Aggressive) => {
+            // Woken because the units nobody holds changed: share what is free now.
+            let guard = begin(inner, id, "placing").await?;
+            if !unchanged_since(inner, id, generation) {
+                return Ok(Next::Again);
+            }
+            apply_policy(
+                inner,
+                id,
+                &set,
+                &rec.policy,
+                None,
+                None,
+                Why::Automatic,
+                &guard,
+            )
+            .await?;
+            Ok(Next::Idle)
+        }
         Lifecycle::Watched => {
-            if !matches!(rec.policy, Policy::Model { .. }) || rec.prediction.is_none() {
+            if !matches!(rec.policy, Policy::Model { .. }) || usable_prediction(&rec).is_none() {
                 return Ok(Next::Idle);
             }
-            watch(inner, id, &rec, source).await
+            watch(inner, id, &rec, generation, source).await
         }
         Lifecycle::Waiting | Lifecycle::Failed if !rec.detail.is_empty() => {
             // Woken or timed out: try again from the start (quietly: the retry's own
@@ -277,14 +325,46 @@ async fn step(
             }
             Policy::Model { .. } => {
                 let guard = begin(inner, id, "evaluating (baseline and probe)").await?;
-                let prediction = evaluate(inner, id, &set, source, &guard).await?;
-                apply_policy(inner, id, &set, Some(&prediction), None, true, &guard).await?;
+                // Settings changed while this task waited for the lock: start from them.
+                if !unchanged_since(inner, id, generation) {
+                    return Ok(Next::Again);
+                }
+                let Some(prediction) =
+                    evaluate(inner, id, &set, source, generation, &guard).await?
+                else {
+                    return Ok(Next::Again);
+                };
+                // The container sits in the probe placement: it moves on only if that pays.
+                apply_policy(
+                    inner,
+                    id,
+                    &set,
+                    &rec.policy,
+                    Some(&prediction),
+                    None,
+                    Why::Automatic,
+                    &guard,
+                )
+                .await?;
                 drop(guard);
                 Ok(Next::Sleep(inner.config.observe.watch_interval))
             }
             _ => {
                 let guard = begin(inner, id, "placing").await?;
-                apply_policy(inner, id, &set, None, None, false, &guard).await?;
+                if !unchanged_since(inner, id, generation) {
+                    return Ok(Next::Again);
+                }
+                apply_policy(
+                    inner,
+                    id,
+                    &set,
+                    &rec.policy,
+                    usable_prediction(&rec),
+                    None,
+                    Why::Automatic,
+                    &guard,
+                )
+                .await?;
                 Ok(Next::Idle)
             }
         },
@@ -372,8 +452,9 @@ async fn evaluate(
     id: &str,
     set: &PlacementSet,
     source: &mut Option<(SourceSpec, AnySource)>,
+    generation: u64,
     guard: &OpGuard,
-) -> Result<PredictionRecord, DaemonError> {
+) -> Result<Option<PredictionRecord>, DaemonError> {
     let rec = record(inner, id)?;
     let loaded = inner
         .models
@@ -492,7 +573,13 @@ async fn evaluate(
         warnings,
         unix_ms: now_ms(),
     };
-    inner.with_entry(id, |e| e.record.prediction = Some(prediction.clone()));
+    let stored = inner
+        .with_entry(id, |e| e.store_prediction(prediction.clone(), generation))
+        .unwrap_or(false);
+    if !stored {
+        tracing::info!(container = %rec.name, vcpus = rec.vcpus, "settings changed during the evaluation: its prediction is discarded");
+        return Ok(None);
+    }
     set_state(inner, id, Lifecycle::Predicted, "");
     inner.events.send(Event {
         unix_ms: now_ms(),
@@ -506,17 +593,48 @@ async fn evaluate(
         ),
     });
     inner.persist().await?;
-    Ok(prediction)
+    Ok(Some(prediction))
 }
 
-/// Applies the container's policy (or `policy`) and moves it when that pays.
+/// Who asked for a move.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Why {
+    /// The lifecycle applying a policy: moves only when the move pays.
+    Automatic,
+    /// An explicit `Place`: an order, carried out whatever the cost.
+    Order,
+}
+
+/// Whether to move: `Ok` with the reason to record, or `Err` with why it stays.
+fn verdict(
+    why: Why,
+    already_there: bool,
+    target: &Target,
+    decision: &policy::MoveDecision,
+) -> Result<String, String> {
+    if already_there {
+        return Err(format!("already in place: {}", target.reason));
+    }
+    match why {
+        _ if decision.worth_it => Ok(format!("{}; {}", target.reason, decision.reason)),
+        Why::Order => Ok(format!(
+            "{}; on request, although {}",
+            target.reason, decision.reason
+        )),
+        Why::Automatic => Err(format!("left in place: {}", decision.reason)),
+    }
+}
+
+/// Applies `policy` and moves the container when that pays (automatic) or when ordered.
+#[allow(clippy::too_many_arguments)]
 async fn apply_policy(
     inner: &Arc<Inner>,
     id: &str,
     set: &PlacementSet,
+    policy: &Policy,
     prediction: Option<&PredictionRecord>,
     mode: Option<Mode>,
-    force: bool,
+    why: Why,
     guard: &OpGuard,
 ) -> Result<PlaceOutcome, DaemonError> {
     let rec = record(inner, id)?;
@@ -528,32 +646,23 @@ async fn apply_policy(
         available: &avail,
         predictions: predicted.as_deref(),
     };
-    let Some(target) = policy::decide(&rec.policy, &situation).map_err(policy_error)? else {
+    let Some(target) = policy::decide(policy, &situation).map_err(policy_error)? else {
         set_state(inner, id, Lifecycle::Watched, "observe policy: never moved");
         return Ok(unmoved(&rec, "observe policy: never moved"));
     };
-    // After an evaluation the container sits in the probe placement and an explicit Place
-    // is an order: both go to the target whatever the gain (`force`).
-    let decision = inner.worth_moving(&rec, &target);
-    if already_there(&rec, &target) || (!force && !decision.worth_it) {
-        let why = if already_there(&rec, &target) {
-            format!("already in place: {}", target.reason)
-        } else {
-            format!("left in place: {}", decision.reason)
-        };
-        set_state(inner, id, Lifecycle::Watched, &why);
-        return Ok(unmoved(&rec, &why));
-    }
+    let decision = inner.worth_moving(id, &rec, &target).await;
+    let reason = match verdict(why, already_there(&rec, &target), &target, &decision) {
+        Ok(reason) => reason,
+        Err(stays) => {
+            set_state(inner, id, Lifecycle::Watched, &stays);
+            return Ok(unmoved(&rec, &stays));
+        }
+    };
     let mode = mode.unwrap_or_else(|| inner.migration_mode());
     let outcome = move_to(inner, id, &target, &mode, guard).await?;
-    set_state(
-        inner,
-        id,
-        Lifecycle::Watched,
-        &format!("{}; {}", target.reason, decision.reason),
-    );
+    set_state(inner, id, Lifecycle::Watched, &reason);
     inner.persist().await?;
-    Ok(outcome)
+    Ok(PlaceOutcome { reason, ..outcome })
 }
 
 fn unmoved(rec: &ContainerRecord, why: &str) -> PlaceOutcome {
@@ -660,10 +769,18 @@ async fn move_to(
     match result {
         Ok(report) => {
             let bytes = report.migration.bytes_moved;
-            inner.with_entry(id, |e| {
-                e.record.assigned = Some(to.clone());
-                e.record.migration = None;
-            });
+            let sharer = inner
+                .with_entry(id, |e| {
+                    e.record.assigned = Some(to.clone());
+                    e.record.migration = None;
+                    matches!(e.record.policy, Policy::Aggressive)
+                })
+                .unwrap_or(true);
+            // What nobody holds changed: aggressive containers share it anew (and leave
+            // units this one now holds).
+            if !sharer {
+                inner.wake_sharers(id);
+            }
             inner
                 .metrics
                 .migrations
@@ -768,9 +885,10 @@ async fn watch(
     inner: &Arc<Inner>,
     id: &str,
     rec: &ContainerRecord,
+    generation: u64,
     source: &mut Option<(SourceSpec, AnySource)>,
 ) -> Result<Next, DaemonError> {
-    let Some(prediction) = &rec.prediction else {
+    let Some(prediction) = usable_prediction(rec) else {
         return Ok(Next::Idle);
     };
     let Some(placement) = rec.assigned.as_ref().and_then(|a| a.placement.clone()) else {
@@ -782,9 +900,11 @@ async fn watch(
         return Ok(Next::Sleep(inner.config.observe.watch_interval));
     };
     let guard = begin(inner, id, "watching").await?;
+    if !unchanged_since(inner, id, generation) {
+        return Ok(Next::Again);
+    }
     let src = ensure_source(inner, id, rec, source).await?;
     let m = measure_here(inner, rec, src).await;
-    drop(guard);
     let m = match m {
         Ok(m) => m,
         Err(e) => {
@@ -807,6 +927,7 @@ async fn watch(
             ),
         );
         inner.with_entry(id, |e| e.record.prediction = None);
+        drop(guard);
         return Ok(Next::Again);
     }
     Ok(Next::Sleep(inner.config.observe.watch_interval))
@@ -820,7 +941,9 @@ pub(super) async fn predict_now(
     let guard = inner
         .with_entry(id, |e| e.try_begin("predicting (baseline and probe)"))
         .ok_or_else(|| DaemonError::NotFound(format!("container {id} is no longer managed")))??;
-    let rec = record(inner, id)?;
+    let (rec, generation) = inner
+        .with_entry(id, |e| (e.record.clone(), e.settings))
+        .ok_or_else(|| DaemonError::NotFound(format!("container {id} is no longer managed")))?;
     let set = inner.placements(rec.vcpus)?;
     // Fail before moving anything when there is no model or no metric.
     if inner
@@ -860,7 +983,7 @@ pub(super) async fn predict_now(
     };
     inner.with_entry(id, |e| e.record.resume = resume.clone());
     let mut source = None;
-    let result = evaluate(inner, id, &set, &mut source, &guard).await;
+    let result = evaluate(inner, id, &set, &mut source, generation, &guard).await;
     // Whatever happened, put it back.
     let back = move_to(inner, id, &back_to, &Mode::Kernel, &guard).await;
     inner.with_entry(id, |e| {
@@ -871,7 +994,12 @@ pub(super) async fn predict_now(
     });
     set_state(inner, id, Lifecycle::Watched, "");
     inner.persist().await?;
-    let prediction = result?;
+    let prediction = result?.ok_or_else(|| {
+        DaemonError::Unavailable(format!(
+            "the settings of {} changed during the prediction; ask again",
+            rec.name
+        ))
+    })?;
     back?;
     Ok(prediction)
 }
@@ -886,20 +1014,43 @@ pub(super) async fn place_now(
     let guard = inner
         .with_entry(id, |e| e.try_begin("placing"))
         .ok_or_else(|| DaemonError::NotFound(format!("container {id} is no longer managed")))??;
-    if let PlaceTarget::Policy(p) = &target {
-        inner.with_entry(id, |e| e.record.policy = p.clone());
-    }
     let rec = record(inner, id)?;
+    let policy = match &target {
+        PlaceTarget::Policy(p) => p.clone(),
+        PlaceTarget::OwnPolicy => rec.policy.clone(),
+    };
     let set = inner.placements(rec.vcpus)?;
-    let prediction = rec.prediction.clone();
-    if matches!(rec.policy, Policy::Model { .. }) && prediction.is_none() {
+    let prediction = usable_prediction(&rec).cloned();
+    if matches!(policy, Policy::Model { .. }) && prediction.is_none() {
         return Err(DaemonError::Precondition(format!(
             "the model policy needs a prediction for {} first (placectl predict {})",
             rec.name, rec.name
         )));
     }
-    let result = apply_policy(inner, id, &set, prediction.as_ref(), mode, true, &guard).await;
+    let result = apply_policy(
+        inner,
+        id,
+        &set,
+        &policy,
+        prediction.as_ref(),
+        mode,
+        Why::Order,
+        &guard,
+    )
+    .await;
+    // A new policy becomes the container's only once it has been carried out: a Place
+    // that failed leaves the container, and its policy, as they were.
+    if let (Ok(_), PlaceTarget::Policy(p)) = (&result, target) {
+        inner.with_entry(id, |e| {
+            if e.record.policy != p {
+                e.record.policy = p;
+                // A task waiting to apply the old policy must not undo this.
+                e.settings += 1;
+            }
+        });
+    }
     inner.persist().await?;
+    drop(guard);
     result
 }
 
@@ -919,5 +1070,60 @@ pub(super) fn policy_error(e: PolicyError) -> DaemonError {
         DaemonError::BadRequest(e.to_string())
     } else {
         DaemonError::Precondition(e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpuset::{CpuSet, NodeSet};
+    use crate::policy::{MoveCost, MoveDecision, worth_moving};
+
+    fn target() -> Target {
+        Target {
+            placement: Some("numa2-a".into()),
+            units: vec![2, 3],
+            cpus: CpuSet::new(),
+            mems: NodeSet::new(),
+            predicted: Some(1.001),
+            reason: "model: fewest units".into(),
+        }
+    }
+
+    /// A 0.1% predicted gain against 100 GiB to migrate at 1 GiB/s over a 60 s horizon.
+    fn small_gain_large_memory() -> MoveDecision {
+        worth_moving(
+            &MoveCost {
+                current_units: 2,
+                current_predicted: Some(1.0),
+                trespassing: false,
+                bytes_to_move: 100 << 30,
+                migration_bytes_per_s: (1u64 << 30) as f64,
+                horizon_s: 60.0,
+            },
+            &target(),
+        )
+    }
+
+    #[test]
+    fn automatic_moves_obey_the_cost_rule_and_orders_do_not() {
+        let d = small_gain_large_memory();
+        assert!(!d.worth_it, "{}", d.reason);
+        // The lifecycle (after an evaluation, or applying any policy) leaves it in place...
+        let stays = verdict(Why::Automatic, false, &target(), &d).unwrap_err();
+        assert!(stays.starts_with("left in place"), "{stays}");
+        assert!(stays.contains("does not outweigh"), "{stays}");
+        // ... an explicit Place moves it, saying the move does not pay.
+        let goes = verdict(Why::Order, false, &target(), &d).unwrap();
+        assert!(goes.contains("on request"), "{goes}");
+        // Where it already is, neither moves.
+        let here = verdict(Why::Order, true, &target(), &d).unwrap_err();
+        assert!(here.starts_with("already in place"), "{here}");
+        let pays = MoveDecision {
+            worth_it: true,
+            reason: "frees 2 allocation units".into(),
+        };
+        let goes = verdict(Why::Automatic, false, &target(), &pays).unwrap();
+        assert!(goes.contains("frees 2 allocation units"), "{goes}");
     }
 }
