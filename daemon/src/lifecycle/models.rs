@@ -1,8 +1,11 @@
 //! The models the daemon predicts with: every model file in the model directory, indexed
 //! by machine class and vCPU count. A lookup that misses rescans the directory, so a model
-//! installed by `placed-train` while the daemon runs is picked up without a restart.
+//! installed by `placed-train` while the daemon runs is picked up without a restart; a hit
+//! checks that its file is still the one it was read from (modification time, size, inode),
+//! so a retrained model that replaced the file, or a removed file, is noticed too.
 
 use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
@@ -18,12 +21,38 @@ pub struct LoadedModel {
     pub path: PathBuf,
 }
 
+/// What identifies one version of a file. `placed-train` installs by renaming a new file
+/// over the old (a new inode); a copy over it in place changes the size or the time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    modified: Option<SystemTime>,
+    len: u64,
+    inode: u64,
+}
+
+fn stamp(path: &Path) -> Option<Stamp> {
+    let m = std::fs::metadata(path).ok()?;
+    Some(Stamp {
+        modified: m.modified().ok(),
+        len: m.len(),
+        inode: m.ino(),
+    })
+}
+
 #[derive(Debug, Default)]
 struct Index {
     /// (fingerprint, v) -> model.
     by_class: HashMap<(String, usize), LoadedModel>,
-    /// Files already read, with their modification time, so a rescan reads only new ones.
-    seen: HashMap<PathBuf, SystemTime>,
+    /// Files already read, with the version read, so a rescan reads only new or changed
+    /// ones.
+    seen: HashMap<PathBuf, Stamp>,
+}
+
+impl Index {
+    /// Forgets whatever was loaded from `path`.
+    fn drop_path(&mut self, path: &Path) {
+        self.by_class.retain(|_, m| m.path != path);
+    }
 }
 
 #[derive(Debug)]
@@ -52,33 +81,47 @@ impl ModelLibrary {
         &self.dir
     }
 
-    /// Reads model files that are new or changed since the last scan.
+    /// Reads model files that are new or changed since the last scan, and forgets those
+    /// that are gone.
     pub fn rescan(&self) {
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return;
         };
-        let mut files: Vec<(PathBuf, SystemTime)> = entries
+        let mut files: Vec<(PathBuf, Stamp)> = entries
             .flatten()
             .map(|e| e.path())
             .filter(|p| p.extension().is_some_and(|x| x == "json"))
             .filter_map(|p| {
-                let t = std::fs::metadata(&p).and_then(|m| m.modified()).ok()?;
-                Some((p, t))
+                let s = stamp(&p)?;
+                Some((p, s))
             })
             .collect();
-        files.sort();
-        let fresh: Vec<(PathBuf, SystemTime)> = {
-            let index = self.lock();
+        files.sort_by(|a, b| a.0.cmp(&b.0));
+        let fresh: Vec<(PathBuf, Stamp)> = {
+            let mut index = self.lock();
+            let gone: Vec<PathBuf> = index
+                .seen
+                .keys()
+                .filter(|p| !files.iter().any(|(f, _)| f == *p))
+                .cloned()
+                .collect();
+            for path in gone {
+                tracing::info!(path = %path.display(), "model file removed; model unloaded");
+                index.seen.remove(&path);
+                index.drop_path(&path);
+            }
             files
                 .into_iter()
-                .filter(|(p, t)| index.seen.get(p) != Some(t))
+                .filter(|(p, s)| index.seen.get(p) != Some(s))
                 .collect()
         };
         // Loading (hashing, parsing megabytes) happens outside the lock.
-        for (path, mtime) in fresh {
+        for (path, version) in fresh {
             let loaded = Model::load(&path);
             let mut index = self.lock();
-            index.seen.insert(path.clone(), mtime);
+            index.seen.insert(path.clone(), version);
+            // Whatever the file held before is not what it holds now.
+            index.drop_path(&path);
             match loaded {
                 Ok(model) => {
                     let key = (
@@ -99,17 +142,26 @@ impl ModelLibrary {
         }
     }
 
+    /// The model for a machine class and `v`, read again if its file changed.
+    fn lookup(&self, fingerprint: &str, vcpus: usize) -> Option<LoadedModel> {
+        let key = (fingerprint.to_owned(), vcpus);
+        {
+            let index = self.lock();
+            if let Some(m) = index.by_class.get(&key) {
+                let current = stamp(&m.path);
+                if current.is_some() && index.seen.get(&m.path) == current.as_ref() {
+                    return Some(m.clone());
+                }
+            }
+        }
+        // A miss, or the hit's file was replaced or removed: read the directory again.
+        self.rescan();
+        self.lock().by_class.get(&key).cloned()
+    }
+
     /// The model for a machine class and `v`, if its placements are this machine's.
     pub fn find(&self, fingerprint: &str, placements: &PlacementSet) -> Option<LoadedModel> {
-        let key = (fingerprint.to_owned(), placements.vcpus);
-        let hit = self.lock().by_class.get(&key).cloned();
-        let found = match hit {
-            Some(m) => Some(m),
-            None => {
-                self.rescan();
-                self.lock().by_class.get(&key).cloned()
-            }
-        }?;
+        let found = self.lookup(fingerprint, placements.vcpus)?;
         // The fingerprint covers what the concerns see, but a change to the placement
         // algorithm could change ids without changing it.
         let unknown: Vec<&str> = found
@@ -135,8 +187,126 @@ impl ModelLibrary {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Index> {
-        // A panic while holding this lock cannot leave the index inconsistent (inserts
-        // only), so a poisoned lock is still usable.
+        // A panic while holding this lock cannot leave the index inconsistent (each change
+        // is one insert or removal), so a poisoned lock is still usable.
         self.index.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use placed_models::data::{
+        DATA_FORMAT_VERSION, MachineHeader, Measurement, PlacementInfo, RunRecord,
+    };
+    use placed_models::forest::ForestParams;
+    use placed_models::{Dataset, Provenance, TrainOptions};
+
+    const FINGERPRINT: &str = "mc1-test";
+    const V: u32 = 4;
+
+    /// A small model whose predictions depend on `scale` (so two scales give two models
+    /// with different ids): three placements, two behaviours in four families.
+    fn model(scale: f64) -> Model {
+        let placements: Vec<PlacementInfo> = (0..3)
+            .map(|i| PlacementInfo {
+                id: format!("p{i}"),
+                scores: vec![f64::from(i)],
+            })
+            .collect();
+        let header = MachineHeader {
+            version: DATA_FORMAT_VERSION,
+            fingerprint: FINGERPRINT.into(),
+            v: V,
+            concerns: vec!["a".into()],
+            placements: placements.clone(),
+        };
+        let mut records = Vec::new();
+        for family in ["up-a", "up-b", "down-a", "down-b"] {
+            for w in 0..4 {
+                let j = 0.01 * f64::from(w);
+                let rel = if family.starts_with("up") {
+                    [1.0, 1.0 + scale + j, 1.0 + 2.0 * scale + j]
+                } else {
+                    [1.0, 1.0 - scale / 2.0 - j, 1.0 - scale - j]
+                };
+                for (p, r) in placements.iter().zip(rel) {
+                    records.push(RunRecord {
+                        fingerprint: FINGERPRINT.into(),
+                        v: V,
+                        workload: format!("{family}-{w}"),
+                        family: family.into(),
+                        run: 0,
+                        placement: p.id.clone(),
+                        performance: Measurement {
+                            value: 1000.0 * r,
+                            unit: "ops/s".into(),
+                            repetitions: 3,
+                            spread: 1.0,
+                        },
+                        counters: Default::default(),
+                        provenance: Provenance::Simulated,
+                    });
+                }
+            }
+        }
+        let data = Dataset::from_parts(header, records).expect("valid test data");
+        let options = TrainOptions {
+            forest: ForestParams::new().n_trees(5),
+            counters_as_inputs: false,
+            ..TrainOptions::default()
+        };
+        placed_models::fit(&data, &options).expect("fits").0
+    }
+
+    /// Installs `model` as `path` the way placed-train does: a new file renamed over it.
+    fn install(model: &Model, path: &Path) {
+        let tmp = path.with_extension("json.new");
+        model.save(&tmp).expect("writable");
+        std::fs::rename(&tmp, path).expect("rename");
+    }
+
+    #[test]
+    fn a_replaced_or_removed_model_file_is_noticed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(format!("{FINGERPRINT}-v{V}.json"));
+        let (first, second) = (model(0.3), model(0.6));
+        assert_ne!(
+            first.id(),
+            second.id(),
+            "the test needs two different models"
+        );
+
+        install(&first, &path);
+        let lib = ModelLibrary::new(dir.path().to_owned());
+        let found = lib.lookup(FINGERPRINT, 4).expect("loaded at start");
+        assert_eq!(found.model.id(), first.id());
+
+        // Retrained while the daemon runs: the next lookup serves the new model.
+        install(&second, &path);
+        let found = lib.lookup(FINGERPRINT, 4).expect("reloaded");
+        assert_eq!(found.model.id(), second.id());
+        assert_eq!(lib.all().len(), 1);
+
+        // Copied over in place (same inode): noticed as well.
+        let copy = dir.path().join("elsewhere.bin");
+        first.save(&copy).unwrap();
+        std::fs::write(&path, std::fs::read(&copy).unwrap()).unwrap();
+        std::fs::remove_file(&copy).unwrap();
+        // As `cp` would leave it, on a file system whose clock may be too coarse to tell
+        // two writes a few milliseconds apart.
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(SystemTime::now() + std::time::Duration::from_secs(5))
+            .unwrap();
+        let found = lib.lookup(FINGERPRINT, 4).expect("reloaded in place");
+        assert_eq!(found.model.id(), first.id());
+
+        // Removed: no model any more, in lookups and in status.
+        std::fs::remove_file(&path).unwrap();
+        assert!(lib.lookup(FINGERPRINT, 4).is_none());
+        assert!(lib.all().is_empty());
     }
 }
