@@ -68,13 +68,15 @@ pub struct Limits {
 impl Default for Limits {
     /// Exact up to 8 units always fits: the worst case, every block size legal, is about
     /// 1.3e5 steps (partitions of 9 elements, one standing for "unused", plus the 255 block
-    /// evaluations). 2e6 steps keep the exact search under 100 ms in release on this
-    /// project's 2-core machine, and let it finish on many 9-16 unit machines whose block
-    /// sizes are restricted by `v`.
+    /// evaluations). A budget spent is wasted before the bounded search runs, so it must
+    /// stay well under the 100 ms target: the exact search takes about 18 million steps a
+    /// second in release on this project's busy 2-core machine, so 1e6 steps cost at most
+    /// about 55 ms, and still finish 12 nodes at v = 16 (842,580 steps). 2e6 took 150-225
+    /// ms on 12- and 16-node synthetic machines before falling back.
     fn default() -> Self {
         Self {
             max_exact_units: 16,
-            exact_budget: 2_000_000,
+            exact_budget: 1_000_000,
             beam_width: 8,
         }
     }
