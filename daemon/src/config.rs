@@ -258,6 +258,18 @@ impl Config {
                 self.policy.goal
             )));
         }
+        if !(self.policy.drift.is_finite() && self.policy.drift > 0.0) {
+            return Err(invalid(format!(
+                "policy.drift = {} must be a number above 0: how far (relative, 0.15 = 15%) a watched container may stray from its prediction before it is evaluated again",
+                self.policy.drift
+            )));
+        }
+        if self.policy.throttle_mib_per_s == 0 {
+            return Err(invalid(
+                "policy.throttle_mib_per_s = 0 would never move any memory: give a cap of at least 1 MiB/s"
+                    .into(),
+            ));
+        }
         if let Err(e) = crate::policy::Policy::parse(&self.policy.default, self.policy.goal) {
             return Err(invalid(format!("policy.default: {e}")));
         }
@@ -379,5 +391,12 @@ mod tests {
         assert!(bad("[observe]\nwindow = \"0s\"").contains("window is empty"));
         assert!(bad("[policy]\nmigration = \"teleport\"").contains("teleport"));
         assert!(bad("[observe]\nmax_foreign_load = 2.0").contains("outside [0, 1]"));
+        for drift in ["0", "-0.1", "nan", "inf"] {
+            let e = bad(&format!("[policy]\ndrift = {drift}"));
+            assert!(e.contains("policy.drift = "), "{e}");
+            assert!(e.contains("must be a number above 0"), "{e}");
+        }
+        assert!(bad("[policy]\nthrottle_mib_per_s = 0").contains("policy.throttle_mib_per_s = 0"));
+        Config::parse(Path::new("p.toml"), "[policy]\ndrift = 0.3").expect("a valid drift");
     }
 }

@@ -85,7 +85,8 @@ pub struct Metrics {
     pub migrations: Family<OutcomeLabel, Counter>,
     pub migration_bytes: Counter,
     pub migration_seconds: Histogram,
-    /// Errors by kind: observe, enact, predict, state, discovery, api.
+    /// Errors by kind: `api` (a request answered with an error status), `lifecycle` (a
+    /// container's task failed a step), `observe`, `enact`, `state`, `discovery`.
     pub errors: Family<KindLabel, Counter>,
     pub metric_samples: Counter,
 }

@@ -16,7 +16,7 @@ use placed_proto::v1 as pb;
 use tonic::Code;
 
 use crate::cgroup_support::TestCgroup;
-use crate::daemon_util::{Setup, TestDaemon, TestLoad, cpus_allowed};
+use crate::daemon_util::{Setup, TestDaemon, TestLoad, cpus_allowed, metric};
 
 fn host() -> Option<Host> {
     match crate::cgroup_support::host() {
@@ -228,6 +228,27 @@ fn bad_requests_get_the_right_status_codes() {
             })
             .await;
         assert_eq!(code(r), Code::NotFound);
+        // A metric stream for it fails as a whole instead of answering OK with rejections.
+        let r = c
+            .report_metric(tokio_stream::iter(vec![pb::MetricSample {
+                container: "no-such-container".into(),
+                value: 1.0,
+                unix_ms: 0,
+            }]))
+            .await;
+        let status = r.expect_err("a stream for an unknown container");
+        assert_eq!(status.code(), Code::NotFound, "{status:?}");
+        assert!(status.message().contains("no-such-container"), "{status:?}");
+        // Each failed request is counted as an API error.
+        let api_errors = || metric(&d.metrics(), "placed_errors_total{kind=\"api\"}");
+        let before = api_errors().expect("API errors counted by now");
+        let r = c
+            .get_container(pb::GetContainerRequest {
+                container: "no-such-container".into(),
+            })
+            .await;
+        assert_eq!(code(r), Code::NotFound);
+        assert_eq!(api_errors(), Some(before + 1.0));
         // A reference escaping the cgroup mount.
         let r = c
             .manage(pb::ManageRequest {

@@ -222,6 +222,15 @@ max_foreign_load = 1.0
     }
 }
 
+/// The value of one sample in a Prometheus text exposition, e.g.
+/// `placed_errors_total{kind="api"}`; `None` when it is not exported (yet).
+pub fn metric(exposition: &str, sample: &str) -> Option<f64> {
+    exposition.lines().find_map(|l| {
+        let value = l.strip_prefix(sample)?.strip_prefix(' ')?;
+        value.split_whitespace().next()?.parse().ok()
+    })
+}
+
 /// A minimal HTTP GET, for hosts without curl.
 fn http_get(port: u16, path: &str) -> String {
     use std::io::{Read, Write};

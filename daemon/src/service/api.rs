@@ -30,6 +30,16 @@ impl Api {
         let _ = self.daemon.set(daemon);
     }
 
+    /// Counts a request answered with an error in `placed_errors_total{kind="api"}` (once
+    /// the daemon is up: before, everything is UNAVAILABLE and there is nothing to count in).
+    fn counted<T>(&self, result: Result<T, Status>) -> Result<T, Status> {
+        if let (Err(status), Some(d)) = (&result, self.daemon.get()) {
+            tracing::debug!(code = ?status.code(), message = status.message(), "API request failed");
+            d.metrics().error("api");
+        }
+        result
+    }
+
     fn daemon(&self) -> Result<&Daemon, Status> {
         self.daemon
             .get()
@@ -215,16 +225,16 @@ fn need_container(c: &str) -> Result<(), Status> {
 
 type EventStream = Pin<Box<dyn Stream<Item = Result<pb::Event, Status>> + Send + 'static>>;
 
-#[tonic::async_trait]
-impl Placed for Api {
-    async fn get_machine(
+/// The handlers; the [`Placed`] implementation below counts their failures.
+impl Api {
+    async fn do_get_machine(
         &self,
         _request: Request<pb::GetMachineRequest>,
     ) -> Result<Response<pb::Machine>, Status> {
         Ok(Response::new(convert::machine(self.daemon()?.machine())))
     }
 
-    async fn list_placements(
+    async fn do_list_placements(
         &self,
         request: Request<pb::ListPlacementsRequest>,
     ) -> Result<Response<pb::ListPlacementsResponse>, Status> {
@@ -236,7 +246,7 @@ impl Placed for Api {
         Ok(Response::new(convert::placements(&set)))
     }
 
-    async fn list_containers(
+    async fn do_list_containers(
         &self,
         _request: Request<pb::ListContainersRequest>,
     ) -> Result<Response<pb::ListContainersResponse>, Status> {
@@ -250,7 +260,7 @@ impl Placed for Api {
         }))
     }
 
-    async fn get_container(
+    async fn do_get_container(
         &self,
         request: Request<pb::GetContainerRequest>,
     ) -> Result<Response<pb::Container>, Status> {
@@ -260,7 +270,7 @@ impl Placed for Api {
         Ok(Response::new(container_pb(&view)))
     }
 
-    async fn manage(
+    async fn do_manage(
         &self,
         request: Request<pb::ManageRequest>,
     ) -> Result<Response<pb::Container>, Status> {
@@ -286,7 +296,7 @@ impl Placed for Api {
         Ok(Response::new(container_pb(&view)))
     }
 
-    async fn predict(
+    async fn do_predict(
         &self,
         request: Request<pb::PredictRequest>,
     ) -> Result<Response<pb::Prediction>, Status> {
@@ -298,7 +308,7 @@ impl Placed for Api {
         Ok(Response::new(prediction_pb(&name, &p)))
     }
 
-    async fn recommend(
+    async fn do_recommend(
         &self,
         request: Request<pb::RecommendRequest>,
     ) -> Result<Response<pb::Recommendation>, Status> {
@@ -322,7 +332,7 @@ impl Placed for Api {
         }))
     }
 
-    async fn place(
+    async fn do_place(
         &self,
         request: Request<pb::PlaceRequest>,
     ) -> Result<Response<pb::PlaceResponse>, Status> {
@@ -363,7 +373,7 @@ impl Placed for Api {
         }))
     }
 
-    async fn report_metric(
+    async fn do_report_metric(
         &self,
         request: Request<Streaming<pb::MetricSample>>,
     ) -> Result<Response<pb::ReportMetricResponse>, Status> {
@@ -377,6 +387,16 @@ impl Placed for Api {
                 None => break,
                 Some(Ok(sample)) => match daemon.report(&sample.container, sample.value) {
                     Ok(()) => accepted += 1,
+                    // A container placed does not manage: the stream is aimed at the wrong
+                    // daemon or an old name, and every sample would be lost, so it fails
+                    // as a whole instead of counting rejections.
+                    Err(DaemonError::NotFound(message)) => {
+                        return Err(Status::not_found(format!(
+                            "{message} ({accepted} earlier samples of this stream were accepted)"
+                        )));
+                    }
+                    // One bad sample (NaN, a container not taking pushed metrics) is
+                    // rejected alone: the stream goes on.
                     Err(e) => {
                         rejected += 1;
                         last_error = e.to_string();
@@ -397,12 +417,10 @@ impl Placed for Api {
         }))
     }
 
-    type WatchStream = EventStream;
-
-    async fn watch(
+    async fn do_watch(
         &self,
         request: Request<pb::WatchRequest>,
-    ) -> Result<Response<Self::WatchStream>, Status> {
+    ) -> Result<Response<EventStream>, Status> {
         let daemon = self.daemon()?.clone();
         let filter = request.into_inner().container;
         let filter_id = if filter.is_empty() {
@@ -434,7 +452,7 @@ impl Placed for Api {
         Ok(Response::new(Box::pin(stream)))
     }
 
-    async fn get_status(
+    async fn do_get_status(
         &self,
         _request: Request<pb::GetStatusRequest>,
     ) -> Result<Response<pb::Status>, Status> {
@@ -465,6 +483,88 @@ impl Placed for Api {
             cgroup: s.cgroup,
             warnings: s.warnings,
         }))
+    }
+}
+
+#[tonic::async_trait]
+impl Placed for Api {
+    type WatchStream = EventStream;
+
+    async fn get_machine(
+        &self,
+        request: Request<pb::GetMachineRequest>,
+    ) -> Result<Response<pb::Machine>, Status> {
+        self.counted(self.do_get_machine(request).await)
+    }
+
+    async fn list_placements(
+        &self,
+        request: Request<pb::ListPlacementsRequest>,
+    ) -> Result<Response<pb::ListPlacementsResponse>, Status> {
+        self.counted(self.do_list_placements(request).await)
+    }
+
+    async fn list_containers(
+        &self,
+        request: Request<pb::ListContainersRequest>,
+    ) -> Result<Response<pb::ListContainersResponse>, Status> {
+        self.counted(self.do_list_containers(request).await)
+    }
+
+    async fn get_container(
+        &self,
+        request: Request<pb::GetContainerRequest>,
+    ) -> Result<Response<pb::Container>, Status> {
+        self.counted(self.do_get_container(request).await)
+    }
+
+    async fn manage(
+        &self,
+        request: Request<pb::ManageRequest>,
+    ) -> Result<Response<pb::Container>, Status> {
+        self.counted(self.do_manage(request).await)
+    }
+
+    async fn predict(
+        &self,
+        request: Request<pb::PredictRequest>,
+    ) -> Result<Response<pb::Prediction>, Status> {
+        self.counted(self.do_predict(request).await)
+    }
+
+    async fn recommend(
+        &self,
+        request: Request<pb::RecommendRequest>,
+    ) -> Result<Response<pb::Recommendation>, Status> {
+        self.counted(self.do_recommend(request).await)
+    }
+
+    async fn place(
+        &self,
+        request: Request<pb::PlaceRequest>,
+    ) -> Result<Response<pb::PlaceResponse>, Status> {
+        self.counted(self.do_place(request).await)
+    }
+
+    async fn report_metric(
+        &self,
+        request: Request<Streaming<pb::MetricSample>>,
+    ) -> Result<Response<pb::ReportMetricResponse>, Status> {
+        self.counted(self.do_report_metric(request).await)
+    }
+
+    async fn watch(
+        &self,
+        request: Request<pb::WatchRequest>,
+    ) -> Result<Response<Self::WatchStream>, Status> {
+        self.counted(self.do_watch(request).await)
+    }
+
+    async fn get_status(
+        &self,
+        request: Request<pb::GetStatusRequest>,
+    ) -> Result<Response<pb::Status>, Status> {
+        self.counted(self.do_get_status(request).await)
     }
 }
 
