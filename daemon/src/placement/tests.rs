@@ -265,6 +265,14 @@ fn nine_to_sixteen_units_are_exact_within_the_budget_and_bounded_past_it() {
 }
 
 #[test]
+fn binomials_saturate_instead_of_wrapping() {
+    assert_eq!(search::binomial(16, 8), 12_870);
+    assert_eq!(search::binomial(16, 0), 1);
+    assert_eq!(search::binomial(4, 5), 0);
+    assert_eq!(search::binomial(128, 64), usize::MAX);
+}
+
+#[test]
 fn a_64_node_machine_is_searched_with_a_stated_bound() {
     // No corpus file has 64 CPU nodes; a synthetic one stands for the largest machines.
     let m = synthetic("pack:8 numa:8 core:4 pu:2");
