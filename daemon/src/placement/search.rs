@@ -69,14 +69,14 @@ impl Default for Limits {
     /// Exact up to 8 units always fits: the worst case, every block size legal, is about
     /// 1.3e5 steps (partitions of 9 elements, one standing for "unused", plus the 255 block
     /// evaluations). A budget spent is wasted before the bounded search runs, so it must
-    /// stay well under the 100 ms target: the exact search takes about 18 million steps a
-    /// second in release on this project's busy 2-core machine, so 1e6 steps cost at most
-    /// about 55 ms, and still finish 12 nodes at v = 16 (842,580 steps). 2e6 took 150-225
-    /// ms on 12- and 16-node synthetic machines before falling back.
+    /// stay well under the 100 ms target: the packing walk managed about 9 million steps a
+    /// second in release on this project's 2-core VM with the other core busy, so 5e5 steps
+    /// cost about 55 ms at worst. 2e6 took 150-225 ms on 12- and 16-node synthetic
+    /// machines before falling back.
     fn default() -> Self {
         Self {
             max_exact_units: 16,
-            exact_budget: 1_000_000,
+            exact_budget: 500_000,
             beam_width: 8,
         }
     }
@@ -121,7 +121,7 @@ pub fn exact(
         .collect();
     // Every combination of each size is evaluated: known up front, so a machine whose
     // blocks alone would spend the budget goes to the bounded search at no cost.
-    let mut steps = sizes.iter().fold(0usize, |acc, &k| {
+    let steps = sizes.iter().fold(0usize, |acc, &k| {
         acc.saturating_add(binomial(n_units, k).saturating_mul(EVAL_COST))
     });
     if steps > limits.exact_budget {
