@@ -154,10 +154,13 @@ fn plan_items(
     shared: &Shared,
 ) -> Result<Vec<Item>, super::Error> {
     let chunk_pages = match opts.rate {
-        // About 20 chunks a second under a cap, so the pace is smooth.
-        Some(rate) => usize::try_from(rate / 4096 / 20)
-            .unwrap_or(usize::MAX)
-            .clamp(16, opts.chunk_pages.max(16)),
+        // About 20 chunks a second under a cap, so the pace is smooth, but whole
+        // transparent huge pages (see `chunks`), or the cap would not hold.
+        Some(rate) => {
+            let per_twentieth = usize::try_from(rate / 4096 / 20).unwrap_or(usize::MAX);
+            let most = opts.chunk_pages.max(THP_PAGES);
+            per_twentieth.clamp(THP_PAGES, most) / THP_PAGES * THP_PAGES
+        }
         None => opts.chunk_pages.max(1),
     };
     let mut items = Vec::new();
@@ -189,21 +192,43 @@ fn plan_items(
             continue;
         }
         for v in outside {
-            let total = usize::try_from((v.end - v.start) / v.page_size).unwrap_or(usize::MAX);
-            let mut first = 0;
-            while first < total {
-                let pages = chunk_pages.min(total - first);
-                items.push(Item::Range {
-                    pid,
-                    start: v.start + first as u64 * v.page_size,
-                    pages,
-                    page_size: v.page_size,
-                });
-                first += pages;
-            }
+            chunks(pid, v, chunk_pages, &mut items);
         }
     }
     Ok(items)
+}
+
+/// 4 KiB pages in a transparent huge page (2 MiB on x86-64).
+const THP_PAGES: usize = 512;
+
+/// Cuts a mapping into ranges of at most `chunk_pages` pages whose boundaries are
+/// multiples of the chunk size in the address space.
+///
+/// Why aligned: a transparent huge page shows as 4 KiB pages in `numa_maps` and moves
+/// whole on the first of its addresses that `move_pages(2)` is given. A chunk boundary
+/// inside one would have the first chunk move all 2 MiB while it is charged to the
+/// throttle and counted for its own few pages, and the next find the rest "already
+/// there": the throttled mode ran about ten times over its cap that way. With chunks of
+/// whole, aligned huge pages (the throttled mode's are multiples of 512 pages; the fast
+/// mode's 1024 by default) every huge page lies in one chunk.
+fn chunks(pid: u32, v: &super::Vma, chunk_pages: usize, items: &mut Vec<Item>) {
+    let page_size = v.page_size.max(1);
+    let chunk_bytes = (chunk_pages.max(1) as u64).saturating_mul(page_size);
+    let mut start = v.start;
+    while start < v.end {
+        let boundary = (start / chunk_bytes)
+            .saturating_add(1)
+            .saturating_mul(chunk_bytes);
+        let end = boundary.min(v.end);
+        let pages = usize::try_from((end - start).div_ceil(page_size)).unwrap_or(usize::MAX);
+        items.push(Item::Range {
+            pid,
+            start,
+            pages,
+            page_size,
+        });
+        start = end;
+    }
 }
 
 /// State the workers share.
@@ -440,6 +465,64 @@ mod tests {
         assert_eq!(destination(0, &one), Some(1));
         assert_eq!(destination(3, &one), Some(1));
         assert_eq!(destination(0, &NodeSet::new()), None);
+    }
+
+    #[test]
+    fn chunks_are_aligned_so_that_huge_pages_are_never_split() {
+        let proc_dir = tempfile::tempdir().unwrap();
+        let pid = 42;
+        let dir = proc_dir.path().join(pid.to_string());
+        std::fs::create_dir(&dir).unwrap();
+        // 5 MiB + 64 KiB from an address 64 KiB past a 2 MiB boundary, all on node 0.
+        let (start, end) = (
+            0x7f00_0001_0000_u64,
+            0x7f00_0001_0000_u64 + (5 << 20) + (64 << 10),
+        );
+        std::fs::write(
+            dir.join("maps"),
+            format!("{start:x}-{end:x} rw-p 00000000 00:00 0\n"),
+        )
+        .unwrap();
+        let pages = (end - start) / 4096;
+        std::fs::write(
+            dir.join("numa_maps"),
+            format!(
+                "{start:x} default anon={pages} dirty={pages} N0={pages} kernelpagesize_kB=4\n"
+            ),
+        )
+        .unwrap();
+        let proc = Proc::new(
+            std::sync::Arc::new(cgroup::RealFs),
+            proc_dir.path().to_owned(),
+        );
+        let to: NodeSet = "1".parse().unwrap();
+        for (rate, want) in [(Some(4u64 << 20), 512), (Some(1 << 30), 1024), (None, 1024)] {
+            let opts = MoveOptions {
+                rate,
+                ..MoveOptions::default()
+            };
+            let items = plan_items(&proc, &[pid], &to, &opts, &Shared::new(rate)).unwrap();
+            let chunk = want as u64 * 4096;
+            let mut next = start;
+            for item in &items {
+                let Item::Range {
+                    start: s, pages: n, ..
+                } = *item
+                else {
+                    panic!("{item:?}");
+                };
+                let e = s + n as u64 * 4096;
+                assert_eq!(s, next, "contiguous");
+                assert!(n <= want, "{rate:?}: {n} pages");
+                // No chunk crosses a multiple of its size, and every cut between two
+                // chunks is on a 2 MiB boundary: no huge page is split.
+                assert_eq!(s / chunk, (e - 1) / chunk, "{rate:?}: {s:x}-{e:x}");
+                assert!(s == start || s % (2 << 20) == 0, "{rate:?}: {s:x}");
+                assert!(e == end || e % (2 << 20) == 0, "{rate:?}: {e:x}");
+                next = e;
+            }
+            assert_eq!(next, end, "{rate:?}: the whole mapping");
+        }
     }
 
     #[test]
