@@ -220,7 +220,9 @@ fn run(cli: Cli) -> Result<Exit, Box<dyn std::error::Error>> {
             let mode = args.mode()?;
             let host = Host::detect()?;
             let container = host.resolve(&args.container)?;
-            let report = host.apply(&container, &args.cpus, &args.mems, &mode)?;
+            // Ctrl-C stops the move in good order (thawed, cpuset settled), never halfway.
+            let report =
+                cli::enact::apply_interruptibly(&host, &container, &args.cpus, &args.mems, &mode)?;
             let text = if cli.json {
                 json_text(&cli::move_json(&report))?
             } else {
