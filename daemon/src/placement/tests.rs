@@ -240,9 +240,9 @@ fn packings_cover_the_machine_when_a_cover_exists() {
 #[test]
 fn nine_to_sixteen_units_are_exact_within_the_budget_and_bounded_past_it() {
     // 12 nodes: above the 8 that always fit, searched exactly while the budget allows.
-    let m = synthetic("pack:2 numa:6 core:2 pu:2");
+    let m = synthetic("pack:2 numa:6 l3:1 core:4 pu:2");
     assert_eq!(m.units.len(), 12);
-    let set = important_placements(&m, 8).unwrap();
+    let set = important_placements(&m, 32).unwrap();
     check_invariants(&m, &set, "12 nodes");
     assert!(set.search.is_exact(), "{:?}", set.search);
 
@@ -251,7 +251,7 @@ fn nine_to_sixteen_units_are_exact_within_the_budget_and_bounded_past_it() {
         exact_budget: 50,
         ..Limits::default()
     };
-    let bounded = important_placements_with(&m, 8, &tight).unwrap();
+    let bounded = important_placements_with(&m, 32, &tight).unwrap();
     check_invariants(&m, &bounded, "12 nodes, tight budget");
     match &bounded.search {
         Search::Bounded { bound } => {
