@@ -1,12 +1,16 @@
 //! Helpers for tests against the real kernel: skipping with a reason, a load process to
 //! place, and cgroups that are removed whatever happens.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Mutex};
 
-use placed::cgroup::CgroupPath;
+use placed::cgroup::{CgroupPath, Cgroups, Fs, RealFs};
+use placed::containers::Discovery;
 use placed::cpuset::{CpuSet, NodeSet};
 use placed::enact::Host;
+use placed::migrate::Proc;
 
 /// Prints why a test does not run here and returns from it.
 #[macro_export]
@@ -185,4 +189,78 @@ pub fn threads_of(pid: u32) -> Vec<u32> {
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
         .collect()
+}
+
+/// The real file system with a fault injected: the write to a file whose path ends with
+/// `suffix`, after `skip` successful ones, fails with `errno` instead of reaching the
+/// kernel. Every write is recorded. For failures in the middle of a real apply (real
+/// freezing, real writes, real migration, real rollback), which a test cannot provoke
+/// from the kernel at a chosen step.
+#[derive(Debug, Default)]
+pub struct FaultyFs {
+    fault: Mutex<Option<(String, i32, usize)>>,
+    writes: Mutex<Vec<(String, String)>>,
+}
+
+impl FaultyFs {
+    pub fn fail_write(&self, suffix: &str, errno: i32, skip: usize) {
+        *self.fault.lock().unwrap() = Some((suffix.to_owned(), errno, skip));
+    }
+
+    /// The writes that went through, as (path, value).
+    pub fn writes(&self) -> Vec<(String, String)> {
+        self.writes.lock().unwrap().clone()
+    }
+}
+
+impl Fs for FaultyFs {
+    fn read(&self, path: &Path) -> io::Result<String> {
+        RealFs.read(path)
+    }
+
+    fn write(&self, path: &Path, value: &str) -> io::Result<()> {
+        {
+            let mut fault = self.fault.lock().unwrap();
+            if let Some((suffix, errno, skip)) = fault.as_mut() {
+                if path.to_string_lossy().ends_with(suffix.as_str()) {
+                    if *skip == 0 {
+                        let e = *errno;
+                        *fault = None;
+                        return Err(io::Error::from_raw_os_error(e));
+                    }
+                    *skip -= 1;
+                }
+            }
+        }
+        RealFs.write(path, value)?;
+        self.writes
+            .lock()
+            .unwrap()
+            .push((path.to_string_lossy().into_owned(), value.to_owned()));
+        Ok(())
+    }
+
+    fn mkdir(&self, path: &Path) -> io::Result<()> {
+        RealFs.mkdir(path)
+    }
+
+    fn rmdir(&self, path: &Path) -> io::Result<()> {
+        RealFs.rmdir(path)
+    }
+
+    fn subdirs(&self, path: &Path) -> io::Result<Vec<String>> {
+        RealFs.subdirs(path)
+    }
+
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        RealFs.canonicalize(path)
+    }
+}
+
+/// This host, with every cgroup, `/proc` and `/sys` access going through `fs`.
+pub fn host_through(fs: Arc<FaultyFs>) -> Host {
+    let cgroups = Cgroups::from_mountinfo(Path::new("/proc/self/mountinfo"), fs.clone()).unwrap();
+    let discovery = Discovery::new(cgroups.clone(), fs.clone(), PathBuf::from("/proc"), vec![]);
+    let proc = Proc::new(fs.clone(), PathBuf::from("/proc"));
+    Host::new(cgroups, discovery, proc, PathBuf::from("/sys"), fs)
 }
