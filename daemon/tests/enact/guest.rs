@@ -1,19 +1,57 @@
-//! cgroup v2 and several NUMA nodes: runs `real.rs` inside a numa-vm guest (QEMU, see
-//! `numa-vm/README.md` in the shared folder), where pages really move between nodes.
+//! Several NUMA nodes: runs `real.rs` inside numa-vm guests (QEMU, see
+//! `numa-vm/README.md` in the shared folder), where pages really move between nodes, once
+//! with the guest's cgroup v2 and once with a cgroup v1 cpuset hierarchy.
 //!
 //! Skips with the reason when numa-vm or QEMU is not installed. Set `PLACED_NUMA_VM` to the
 //! `numa-vm` script if it is not in one of the usual places.
 
 use std::path::Path;
 use std::process::Command;
+use std::sync::Mutex;
 
 use crate::skip;
 
 #[path = "../../../tests/support/guest.rs"]
 mod support_guest;
 
+/// One guest at a time: two TCG guests on a 2-core host would each take twice as long.
+static ONE_GUEST: Mutex<()> = Mutex::new(());
+
+/// The tests of real.rs that need several nodes, and print this when they ran.
+const MULTI_NODE: [&str; 5] = [
+    "memory_follows_the_cpuset_in_every_mode",
+    "freezing_stops_the_tasks_and_the_guard_always_thaws",
+    "a_failed_move_restores_the_previous_cpuset",
+    "a_cancelled_move_finishes_fast_and_stays_on_both_nodes_throttled",
+    "placectl_move_interrupted_by_a_signal_leaves_the_container_in_order",
+];
+
+/// numa-vm's kernel command line without `cgroup_no_v1=all` (the script adds it, and a
+/// later `cgroup_no_v1=` can only disable more), passed as a second `-append` that QEMU
+/// takes instead of the first.
+const V1_CMDLINE: &str =
+    "console=ttyS0 panic=-1 loglevel=4 mitigations=off random.trust_cpu=on 8250.nr_uarts=1 quiet";
+
+/// In the guest, before the tests: take cpuset off the cgroup2 root (no cgroup below it
+/// uses it yet) and mount it, with the freezer, as v1 hierarchies. `Cgroups::detect`
+/// prefers a v1 cpuset mount, as on a hybrid host.
+const V1_SWITCH: &str = "echo -cpuset > /sys/fs/cgroup/cgroup.subtree_control \
+    && mkdir -p /run/placed-v1/cpuset /run/placed-v1/freezer \
+    && mount -t cgroup -o cpuset cpuset /run/placed-v1/cpuset \
+    && mount -t cgroup -o freezer freezer /run/placed-v1/freezer \
+    && exec \"$0\" \"$@\"";
+
 #[test]
 fn real_tests_in_a_four_node_cgroup_v2_guest() {
+    run_in_guest("v2");
+}
+
+#[test]
+fn real_tests_in_a_four_node_cgroup_v1_guest() {
+    run_in_guest("v1");
+}
+
+fn run_in_guest(hierarchy: &str) {
     if let Some(why) = support_guest::unavailable() {
         skip!("{why}");
     }
@@ -28,40 +66,46 @@ fn real_tests_in_a_four_node_cgroup_v2_guest() {
             exe.display()
         );
     }
+    let _one = ONE_GUEST
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let started = std::time::Instant::now();
     // 4 nodes x 2 CPUs (SMT 2): 512 MiB a node. The tests of real.rs run one at a time.
-    let out = Command::new(&vm)
-        .current_dir(workspace)
+    let mut cmd = Command::new(&vm);
+    cmd.current_dir(workspace)
         .env("NUMA_VM_NO_INSTALL", "1")
-        .args([
-            "run",
-            "--nodes",
-            "4",
-            "--cpus-per-node",
-            "2",
-            "--smt",
-            "2",
-            "--mem",
-            "2G",
-            "--timeout",
-            "400",
-        ])
-        .args(["--env", "PLACED_IN_GUEST=1", "--"])
+        .args(["run", "--nodes", "4", "--cpus-per-node", "2", "--smt", "2"])
+        .args(["--mem", "2G", "--timeout", "400"]);
+    if hierarchy == "v1" {
+        cmd.args(["--qemu-arg", "-append", "--qemu-arg", V1_CMDLINE]);
+    }
+    cmd.args(["--env", "PLACED_IN_GUEST=1", "--"]);
+    if hierarchy == "v1" {
+        cmd.args(["bash", "-c", V1_SWITCH]);
+    }
+    let out = cmd
         .arg(&exe)
         .args(["--test-threads=1", "--nocapture", "real::"])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    println!("--- guest stdout ---\n{stdout}\n--- guest stderr ---\n{stderr}");
-    println!("guest run took {:?}", started.elapsed());
+    println!(
+        "--- {hierarchy} guest stdout ---\n{stdout}\n--- {hierarchy} guest stderr ---\n{stderr}"
+    );
+    println!("{hierarchy} guest run took {:?}", started.elapsed());
     assert!(out.status.success(), "guest tests failed: {:?}", out.status);
     assert!(
         stdout.contains("test result: ok"),
         "no test summary from the guest"
     );
-    assert!(
-        stdout.contains("memory_follows_the_cpuset_in_every_mode: ran on 4 nodes"),
-        "the multi-node migration test did not run in the guest"
-    );
+    for test in MULTI_NODE {
+        assert!(
+            stdout.contains(&format!("{test}: ran on 4 nodes")),
+            "{test} did not run on 4 nodes in the {hierarchy} guest"
+        );
+    }
+    // The hierarchy the tests really used.
+    let marker = format!("real tests on cgroup {hierarchy}");
+    assert!(stdout.contains(&marker), "no {marker:?}");
 }
