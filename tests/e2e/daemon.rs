@@ -10,7 +10,8 @@ use std::time::Duration;
 use placed::cpuset::{CpuSet, NodeSet};
 use placed::enact::Host;
 use placed::state::{
-    Assigned, ContainerRecord, Cpuset, Lifecycle, Migration, State, StateStore, VcpuSource,
+    Assigned, ContainerRecord, Cpuset, Lifecycle, Migration, ObservationRecord, PredictedRecord,
+    PredictionRecord, State, StateStore, VcpuSource,
 };
 use placed_proto::v1 as pb;
 use tonic::Code;
@@ -667,5 +668,423 @@ fn the_systemd_unit_starts_without_a_config_file() {
     assert!(
         effective.contains("state_file = \"/var/lib/placed/state.json\""),
         "{effective}"
+    );
+}
+
+/// Reads `events` until one satisfies `pick`; fails after `limit`.
+async fn next_event(
+    events: &mut tonic::Streaming<pb::Event>,
+    what: &str,
+    pick: impl Fn(&pb::Event) -> bool,
+) -> pb::Event {
+    let limit = Duration::from_secs(15);
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        match tokio::time::timeout_at(deadline, events.message()).await {
+            Ok(Ok(Some(e))) if pick(&e) => return e,
+            Ok(Ok(Some(_))) => {}
+            Ok(Ok(None)) => panic!("the watch stream ended while waiting for {what}"),
+            Ok(Err(status)) => panic!("watch failed while waiting for {what}: {status:?}"),
+            Err(_) => panic!("no event for {what} within {limit:?}"),
+        }
+    }
+}
+
+/// The first important placement for `v` vCPUs on this host: its id and cpus.
+fn first_placement(d: &TestDaemon, v: usize) -> (String, String) {
+    let run = d
+        .placectl(["placements", "--vcpus", &v.to_string(), "--json"])
+        .ok();
+    let p = &run.json()["placements"][0];
+    (
+        p["id"].as_str().expect("an id").to_owned(),
+        p["cpus"].as_str().expect("cpus").to_owned(),
+    )
+}
+
+#[test]
+fn watch_streams_a_container_appearing_being_placed_and_vanishing() {
+    let Some(host) = host() else { return };
+    let (cpus, mems) = machine(&host);
+    let cg: TestCgroup = TestCgroup::new(&host, &cpus, &mems);
+    let dir = tempfile::tempdir().unwrap();
+    let d = TestDaemon::start(
+        dir.path(),
+        &Setup {
+            cgroups: vec![cg.path.to_string()],
+            ..Setup::default()
+        },
+    );
+    let (one, one_cpus) = first_placement(&d, 1);
+    runtime().block_on(async {
+        let mut c = d.client().await;
+        let mut events = c
+            .watch(pb::WatchRequest::default())
+            .await
+            .expect("watch")
+            .into_inner();
+
+        // Appears: found through the configured parent and streamed as discovered.
+        let c2 = cg.child("c2", &cpus, &mems);
+        let id = c2.to_string();
+        let e = next_event(&mut events, "c2 discovered", |e| {
+            e.container == id && e.kind == pb::EventKind::Discovered as i32
+        })
+        .await;
+        assert!(e.message.contains("discovered"), "{e:?}");
+
+        // Placed: the move streams its start and its end, naming the placement.
+        c.manage(pb::ManageRequest {
+            container: id.clone(),
+            vcpus: 1,
+            ..Default::default()
+        })
+        .await
+        .expect("manage c2");
+        let r = c
+            .place(pb::PlaceRequest {
+                container: id.clone(),
+                placement_id: one.clone(),
+                ..Default::default()
+            })
+            .await
+            .expect("place c2")
+            .into_inner();
+        assert!(r.moved, "{r:?}");
+        assert_eq!(r.cpus, one_cpus, "{r:?}");
+        for kind in [
+            pb::EventKind::MigrationStarted,
+            pb::EventKind::MigrationFinished,
+        ] {
+            let e = next_event(&mut events, &format!("{kind:?}"), |e| {
+                e.container == id && e.kind == kind as i32
+            })
+            .await;
+            assert_eq!(e.placement_id, one, "{e:?}");
+        }
+
+        // Vanishes: its cgroup removed, it is forgotten and the watchers are told.
+        cg.cgroups.remove(&c2).expect("remove c2");
+        next_event(&mut events, "c2 vanished", |e| {
+            e.container == id && e.kind == pb::EventKind::Vanished as i32
+        })
+        .await;
+        let listed = c
+            .list_containers(pb::ListContainersRequest {})
+            .await
+            .expect("list")
+            .into_inner();
+        assert!(listed.containers.iter().all(|x| x.id != id), "{listed:?}");
+        let r = c
+            .get_container(pb::GetContainerRequest {
+                container: id.clone(),
+            })
+            .await;
+        assert_eq!(r.expect_err("forgotten").code(), Code::NotFound);
+    });
+}
+
+#[test]
+fn recommend_answers_stay_with_exit_1_and_move_with_exit_0() {
+    let Some(host) = host() else { return };
+    let (cpus, mems) = machine(&host);
+    let cg: TestCgroup = TestCgroup::new(&host, &cpus, &mems);
+    cg.child("c1", &cpus, &mems);
+    let dir = tempfile::tempdir().unwrap();
+    let d = TestDaemon::start(
+        dir.path(),
+        &Setup {
+            cgroups: vec![cg.path.to_string()],
+            ..Setup::default()
+        },
+    );
+    d.wait_for("c1", |j| j["containers"][0]["state"] == "watched");
+    let (one, one_cpus) = first_placement(&d, 1);
+    d.placectl(["manage", "c1", "--vcpus", "1"]).ok();
+    d.placectl(["place", "c1", "--placement", &one]).ok();
+
+    // Where its own policy (now pinned there) wants it: it would stay, exit 1.
+    let run = d.placectl(["recommend", "c1"]);
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert!(run.stdout.contains("would stay"), "{run:?}");
+    assert!(run.stderr.is_empty(), "{run:?}");
+    let run = d.placectl(["recommend", "c1", "--json"]);
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert_eq!(run.json()["would_move"], false, "{run:?}");
+    assert_eq!(run.json()["placement"], one.as_str(), "{run:?}");
+
+    // Smart-aggressive gives it the whole unit: it would move (no memory to migrate), exit 0.
+    let run = d.placectl(["recommend", "c1", "--policy", "smart-aggressive", "--json"]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(run.json()["would_move"], true, "{run:?}");
+    assert_eq!(run.json()["cpus"], cpus.to_string(), "{run:?}");
+    // Recommending moved nothing.
+    let run = d.placectl(["containers", "--json"]).ok();
+    assert_eq!(run.json()["containers"][0]["cpus"], one_cpus, "{run:?}");
+
+    runtime().block_on(async {
+        let mut c = d.client().await;
+        let r = c
+            .recommend(pb::RecommendRequest {
+                container: "c1".into(),
+                policy: None,
+            })
+            .await
+            .expect("recommend")
+            .into_inner();
+        assert!(!r.would_move, "{r:?}");
+        assert_eq!(r.placement_id, one, "{r:?}");
+        assert_eq!(r.cpus, one_cpus, "{r:?}");
+        // Observe never moves anything: there is nothing to recommend.
+        let r = c
+            .recommend(pb::RecommendRequest {
+                container: "c1".into(),
+                policy: Some(pb::Policy {
+                    kind: pb::PolicyKind::Observe as i32,
+                    ..Default::default()
+                }),
+            })
+            .await;
+        let status = r.expect_err("observe recommends nothing");
+        assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
+        assert!(status.message().contains("never moves"), "{status:?}");
+    });
+}
+
+/// A directory in the v1 `cpu` hierarchy this test made, removed at the end.
+struct CpuCgroup(std::path::PathBuf);
+
+impl Drop for CpuCgroup {
+    fn drop(&mut self) {
+        if let Err(e) = std::fs::remove_dir(&self.0) {
+            eprintln!("warning: cannot remove {}: {e}", self.0.display());
+        }
+    }
+}
+
+#[test]
+fn vcpus_come_from_the_cpu_quota_else_the_cpuset() {
+    let Some(host) = host() else { return };
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let Some(cpu_root) = placed::cgroup::Mounts::parse(&mounts)
+        .ok()
+        .and_then(|m| m.v1("cpu").map(|c| c.mount_point.clone()))
+    else {
+        eprintln!("skipped, because there is no cgroup v1 cpu hierarchy here");
+        return;
+    };
+    let (cpus, mems) = machine(&host);
+    let one_pu: CpuSet = cpus.first().into_iter().collect();
+    let cg: TestCgroup = TestCgroup::new(&host, &cpus, &mems);
+    // The quota first, in the cpu hierarchy at the same path: it must be there when
+    // discovery finds the cpuset cgroup. Removed (child first) after the cpuset ones.
+    let cpu_parent = CpuCgroup(cg.path.under(&cpu_root));
+    std::fs::create_dir(&cpu_parent.0).expect("cpu cgroup");
+    let cpu_child = CpuCgroup(cpu_parent.0.join("quota2"));
+    std::fs::create_dir(&cpu_child.0).expect("cpu cgroup");
+    std::fs::write(cpu_child.0.join("cpu.cfs_period_us"), "100000").unwrap();
+    // 1.5 CPUs of bandwidth: 2 vCPUs (rounded up), more than its 1-PU cpuset.
+    std::fs::write(cpu_child.0.join("cpu.cfs_quota_us"), "150000").unwrap();
+    cg.child("quota2", &one_pu, &mems);
+    cg.child("cpuset1", &one_pu, &mems);
+    let dir = tempfile::tempdir().unwrap();
+    let d = TestDaemon::start(
+        dir.path(),
+        &Setup {
+            cgroups: vec![cg.path.to_string()],
+            ..Setup::default()
+        },
+    );
+    d.wait_for("both discovered", |j| {
+        j["containers"].as_array().is_some_and(|c| c.len() == 2)
+    });
+    let run = d.placectl(["containers", "--json"]).ok();
+    let find = |name: &str| {
+        run.json()["containers"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["name"] == name).cloned())
+            .unwrap_or_else(|| panic!("{name} not listed: {run:?}"))
+    };
+    let q = find("quota2");
+    assert_eq!(
+        (q["vcpus"].as_u64(), q["vcpus_source"].as_str()),
+        (Some(2), Some("quota")),
+        "{q}"
+    );
+    let c = find("cpuset1");
+    assert_eq!(
+        (c["vcpus"].as_u64(), c["vcpus_source"].as_str()),
+        (Some(1), Some("cpuset")),
+        "{c}"
+    );
+    drop(d);
+    drop(cg);
+    drop(cpu_child);
+}
+
+#[test]
+fn a_request_during_an_operation_is_aborted_with_what_and_since_when() {
+    let Some(host) = host() else { return };
+    let (cpus, mems) = machine(&host);
+    let dir = tempfile::tempdir().unwrap();
+    let (cg, addr) = container(&host);
+    let c1 = cg.path.child("c1").unwrap();
+    // A container the previous run placed under the model policy and predicted: the
+    // restarted daemon watches it, which measures it in place, holding its operation lock
+    // for the whole (here 60 s) warm-up. No model is needed for that.
+    let m = placed::machine::Machine::load(&placed::machine::TopologySource::Host, None).unwrap();
+    let set = placed::placement::important_placements(&m, 2).unwrap();
+    let p = set
+        .placements
+        .iter()
+        .find(|p| p.cpus == cpus)
+        .expect("a placement on every PU");
+    let state = State {
+        written_unix_ms: 0,
+        fingerprint: m.fingerprint().to_owned(),
+        containers: vec![ContainerRecord {
+            id: c1.to_string(),
+            name: "c1".into(),
+            runtime: "cgroup".into(),
+            runtime_id: c1.to_string(),
+            vcpus: 2,
+            vcpus_source: VcpuSource::Request,
+            policy: placed::policy::Policy::Model { goal: 0.9 },
+            state: Lifecycle::Watched,
+            detail: String::new(),
+            original: None,
+            assigned: Some(Assigned {
+                placement: Some(p.id.clone()),
+                units: p.units.clone(),
+                cpus: p.cpus.clone(),
+                mems: mems.clone(),
+            }),
+            migration: None,
+            resume: None,
+            metric: Some(placed::observe::SourceSpec::Prometheus {
+                url: format!("http://{addr}/metrics"),
+                selector: "testload_ops_total".into(),
+            }),
+            prediction: Some(PredictionRecord {
+                model_id: "crafted".into(),
+                model_path: String::new(),
+                provenance: placed_models::Provenance::Simulated,
+                vcpus: 2,
+                baseline: p.id.clone(),
+                probe: p.id.clone(),
+                observations: vec![ObservationRecord {
+                    placement: p.id.clone(),
+                    value: 1000.0,
+                    low: 990.0,
+                    high: 1010.0,
+                    source: "testload_ops_total".into(),
+                    windows: 8,
+                    dropped: 0,
+                }],
+                placements: vec![PredictedRecord {
+                    placement: p.id.clone(),
+                    relative: 1.0,
+                    spread: 0.0,
+                    measured: true,
+                }],
+                warnings: Vec::new(),
+                unix_ms: 0,
+            }),
+            updated_unix_ms: 0,
+        }],
+    };
+    StateStore::new(dir.path().join("state.json"))
+        .save(&state)
+        .unwrap();
+    let d = TestDaemon::start(
+        dir.path(),
+        &Setup {
+            cgroups: vec![cg.path.to_string()],
+            warmup: Some("60s".into()),
+            ..Setup::default()
+        },
+    );
+    d.wait_for("c1 being watched", |j| {
+        j["containers"][0]["detail"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("watching"))
+    });
+
+    // Manage would change v under the measurement: refused, saying what and since when.
+    let run = d.placectl(["manage", "c1", "--vcpus", "1"]);
+    run_is_busy(&run);
+    runtime().block_on(async {
+        let mut c = d.client().await;
+        let r = c
+            .manage(pb::ManageRequest {
+                container: "c1".into(),
+                policy: Some(pb::Policy {
+                    kind: pb::PolicyKind::Observe as i32,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            })
+            .await;
+        let status = r.expect_err("busy");
+        assert_eq!(status.code(), Code::Aborted, "{status:?}");
+        assert!(status.message().contains("watching since"), "{status:?}");
+        let r = c
+            .place(pb::PlaceRequest {
+                container: "c1".into(),
+                placement_id: p.id.clone(),
+                ..Default::default()
+            })
+            .await;
+        assert_eq!(r.expect_err("busy").code(), Code::Aborted);
+        let r = c
+            .predict(pb::PredictRequest {
+                container: "c1".into(),
+            })
+            .await
+            .expect("the stored prediction needs no operation");
+        assert_eq!(r.into_inner().model_id, "crafted");
+    });
+    // Nothing changed: same v, same policy, still being watched.
+    let run = d.placectl(["containers", "--json"]).ok();
+    let c = &run.json()["containers"][0];
+    assert_eq!(c["vcpus"], 2, "{run:?}");
+    assert_eq!(c["policy"], "model (goal 0.9)", "{run:?}");
+    assert_eq!(c["state"], "watched", "{run:?}");
+}
+
+fn run_is_busy(run: &crate::util::Run) {
+    assert_eq!(run.code, Some(2), "{run:?}");
+    assert!(run.stderr.contains("is busy: watching since"), "{run:?}");
+    assert!(run.stderr.contains("Aborted"), "{run:?}");
+}
+
+#[test]
+fn the_socket_gets_the_configured_mode_and_group() {
+    let Some(_host) = host() else { return };
+    use std::os::unix::fs::MetadataExt;
+    // Any group but root's that this host has.
+    let Some(group) = ["daemon", "adm", "nogroup", "users"]
+        .iter()
+        .find_map(|g| nix::unistd::Group::from_name(g).ok().flatten())
+    else {
+        eprintln!("skipped, because this host has none of the groups tried");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = TestDaemon::start(
+        dir.path(),
+        &Setup {
+            socket_mode: Some("0640".into()),
+            socket_group: Some(group.name.clone()),
+            ..Setup::default()
+        },
+    );
+    let meta = std::fs::metadata(&d.socket).expect("the socket");
+    assert_eq!(meta.mode() & 0o7777, 0o640, "mode {:o}", meta.mode());
+    assert_eq!(
+        meta.gid(),
+        group.gid.as_raw(),
+        "group of {}",
+        d.socket.display()
     );
 }

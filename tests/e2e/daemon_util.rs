@@ -29,6 +29,12 @@ pub struct Setup {
     pub policy_default: String,
     /// `grpc.tcp`: also serve on TCP (needs a `[grpc.tls]` section in `extra`).
     pub grpc_tcp: Option<String>,
+    /// `grpc.socket_mode` and `grpc.socket_group`, when not the defaults.
+    pub socket_mode: Option<String>,
+    pub socket_group: Option<String>,
+    /// `observe.warmup`, when not the short one tests use (a long warm-up keeps a
+    /// measurement, and the container's operation lock, going for as long as a test needs).
+    pub warmup: Option<String>,
 }
 
 impl Default for Setup {
@@ -39,6 +45,9 @@ impl Default for Setup {
             extra: String::new(),
             policy_default: "observe".into(),
             grpc_tcp: None,
+            socket_mode: None,
+            socket_group: None,
+            warmup: None,
         }
     }
 }
@@ -69,6 +78,8 @@ model_dir = "{dir}/models"
 [grpc]
 socket = "{dir}/placed.sock"
 {tcp}
+{socket_mode}
+{socket_group}
 [metrics]
 listen = "127.0.0.1:{metrics_port}"
 [containers]
@@ -80,7 +91,7 @@ default = "{policy}"
 # This 2-core test machine is shared with the test harness itself: short windows, and no
 # dropping of windows for foreign load (the default would refuse every measurement here).
 [observe]
-warmup = "200ms"
+warmup = "{warmup}"
 window = "200ms"
 windows = 8
 max_foreign_load = 1.0
@@ -95,6 +106,17 @@ max_foreign_load = 1.0
                 .as_ref()
                 .map(|a| format!("tcp = \"{a}\""))
                 .unwrap_or_default(),
+            socket_mode = setup
+                .socket_mode
+                .as_ref()
+                .map(|m| format!("socket_mode = \"{m}\""))
+                .unwrap_or_default(),
+            socket_group = setup
+                .socket_group
+                .as_ref()
+                .map(|g| format!("socket_group = \"{g}\""))
+                .unwrap_or_default(),
+            warmup = setup.warmup.as_deref().unwrap_or("200ms"),
             extra = setup.extra,
         );
         let config_path = dir.join("placed.toml");

@@ -1,7 +1,10 @@
 //! The daemon over TCP with TLS and client certificates, for remote orchestrators; and
 //! what a bad certificate or a client without one gets.
 
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
 
@@ -91,6 +94,59 @@ fn tls_with_client_certificates() {
         ])
         .ok();
     assert!(run.stdout.contains("Class"), "{run:?}");
+
+    // Clients that speak plaintext, send garbage, or connect and say nothing cost the
+    // daemon nothing: it goes on serving those that speak TLS.
+    let tcp = format!("127.0.0.1:{port}");
+    let mut plain = TcpStream::connect(&tcp).expect("connect");
+    plain
+        .write_all(b"POST /placed.v1.Placed/GetStatus HTTP/1.1\r\nHost: x\r\n\r\n")
+        .expect("send plaintext");
+    // Whatever the server makes of it (an alert, or closing), it answers promptly.
+    plain
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let mut buf = [0u8; 512];
+    match plain.read(&mut buf) {
+        Ok(_) => {}
+        Err(e) => assert!(
+            e.kind() != std::io::ErrorKind::WouldBlock && e.kind() != std::io::ErrorKind::TimedOut,
+            "no answer to plaintext within 10 s"
+        ),
+    }
+    drop(plain);
+    let mut junk = TcpStream::connect(&tcp).expect("connect");
+    // A TLS record header announcing a huge handshake, then noise.
+    let _ = junk.write_all(&[0x16, 0x03, 0x01, 0xff, 0xff, 0x00, 0x13, 0x37, 0xde, 0xad]);
+    drop(junk);
+    let silent = TcpStream::connect(&tcp).expect("connect");
+    let args: Vec<String> = [
+        "--socket",
+        &d.socket.display().to_string(),
+        "status",
+        "--addr",
+        &url,
+        "--ca",
+        &s(&p.ca),
+        "--cert",
+        &s(&p.client_cert),
+        "--key",
+        &s(&p.client_key),
+    ]
+    .iter()
+    .map(|a| (*a).to_owned())
+    .collect();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(crate::util::placectl(args));
+    });
+    let run = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the daemon stopped serving TLS clients while a silent connection was open");
+    let run = run.ok();
+    assert!(run.stdout.contains("Class"), "{run:?}");
+    drop(silent);
+
     // Without one: refused by the server.
     let run = d.placectl(["status", "--addr", &url, "--ca", &s(&p.ca)]);
     assert_eq!(run.code, Some(2), "{run:?}");
