@@ -1088,3 +1088,58 @@ fn the_socket_gets_the_configured_mode_and_group() {
         d.socket.display()
     );
 }
+
+#[test]
+fn aggressive_containers_never_keep_units_another_container_holds() {
+    let Some(host) = host() else { return };
+    let (cpus, mems) = machine(&host);
+    let cg: TestCgroup = TestCgroup::new(&host, &cpus, &mems);
+    cg.child("held", &cpus, &mems);
+    cg.child("sharer", &cpus, &mems);
+    let dir = tempfile::tempdir().unwrap();
+    let d = TestDaemon::start(
+        dir.path(),
+        &Setup {
+            cgroups: vec![cg.path.to_string()],
+            ..Setup::default()
+        },
+    );
+    let find = |j: &serde_json::Value, name: &str| {
+        j["containers"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["name"] == name).cloned())
+            .unwrap_or_default()
+    };
+    d.wait_for("both watched", |j| {
+        find(j, "held")["state"] == "watched" && find(j, "sharer")["state"] == "watched"
+    });
+    // Alone, an aggressive container shares the whole machine and holds nothing.
+    d.placectl(["manage", "sharer", "--policy", "aggressive"])
+        .ok();
+    d.wait_for("sharer placed", |j| {
+        let s = find(j, "sharer");
+        s["detail"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("aggressive"))
+            && s["cpus"] == cpus.to_string()
+            && s["units"].as_array().is_some_and(Vec::is_empty)
+    });
+    // Another container takes this host's only unit: the aggressive one must not stay on
+    // it, and with no unit left free it waits for room.
+    d.placectl([
+        "manage",
+        "held",
+        "--vcpus",
+        "1",
+        "--policy",
+        "smart-aggressive",
+    ])
+    .ok();
+    d.wait_for("held holds the unit, sharer waits", |j| {
+        find(j, "held")["units"] == serde_json::json!([0])
+            && find(j, "sharer")["state"] == "waiting"
+            && find(j, "sharer")["detail"]
+                .as_str()
+                .is_some_and(|d| d.contains("no free allocation units"))
+    });
+}
