@@ -767,6 +767,23 @@ async fn move_to(
     };
     let elapsed = started.elapsed();
     match result {
+        Ok(report) if report.migration.cancelled && report.after.mems != to.mems => {
+            // Shutdown stopped a throttled move half-way: it keeps the old nodes beside the
+            // new ones rather than let the kernel move the rest uncapped. The record keeps
+            // the migration, so the next start settles it like any interrupted move
+            // instead of taking the wider cpuset for a change made outside placed.
+            tracing::warn!(
+                container = %id,
+                mems = %report.after.mems,
+                moved = report.migration.bytes_moved,
+                "move stopped by shutdown half-way; the next start settles it"
+            );
+            inner.persist().await?;
+            Err(DaemonError::Unavailable(format!(
+                "moving {}: stopped by shutdown half-way (cpus {}, mems {}); the next start settles it",
+                rec.name, report.after.cpus, report.after.mems
+            )))
+        }
         Ok(report) => {
             let bytes = report.migration.bytes_moved;
             let sharer = inner
