@@ -432,6 +432,22 @@ impl Host {
             Some(_) => workers_moved.max(footprint_before.outside(mems).saturating_sub(left)),
             None => workers_moved,
         };
+        if let Mode::Throttled { bytes_per_sec } = mode {
+            // The new CPUs come first, so the kernel's automatic NUMA balancing pulls hot
+            // pages after the threads at its own pace: only what the worker moves is capped.
+            let uncapped = bytes_moved.saturating_sub(workers_moved);
+            if uncapped > 0 && self.proc.numa_balancing() {
+                let w = format!(
+                    "automatic NUMA balancing (kernel.numa_balancing) moved {} toward the new \
+                     CPUs itself, outside the {}/s cap; set kernel.numa_balancing=0 for a \
+                     strict cap",
+                    crate::cli::human_bytes(uncapped),
+                    crate::cli::human_bytes(*bytes_per_sec)
+                );
+                tracing::warn!(container = %container.label(), warning = %w, "throttle bypassed");
+                warnings.push(w);
+            }
+        }
         let report = ApplyReport {
             container: container.clone(),
             version: self.cgroups.version(),

@@ -248,6 +248,13 @@ impl Proc {
         Ok(Some(numa_maps::parse_numa_maps(&numa, &ends)?))
     }
 
+    /// Whether the kernel's automatic NUMA balancing is on (`sys/kernel/numa_balancing`
+    /// non-zero): it then moves pages toward the CPUs that touch them, whatever placed does.
+    pub fn numa_balancing(&self) -> bool {
+        let path = self.root.join("sys/kernel/numa_balancing");
+        cgroup::fs::read(self.fs.as_ref(), &path).is_ok_and(|t| t.trim() != "0")
+    }
+
     /// Resident memory per node of the processes (those that exited are left out).
     pub fn footprint(&self, pids: &[u32]) -> Result<NodeBytes, Error> {
         let mut total = NodeBytes::default();
