@@ -39,6 +39,10 @@ wait_json() {
 }
 
 echo "guest: $(date +%T) $NODES NUMA nodes, $(nproc) CPUs, $(stat -fc %T /sys/fs/cgroup)"
+# A throttled move puts the threads on the new CPUs first; with automatic NUMA balancing on,
+# the kernel then pulls their memory after them uncapped (256 MiB in about 7 s here, against
+# 32 s at the 8 MiB/s cap) and the stop and the kill below would land after the move.
+echo 0 >/proc/sys/kernel/numa_balancing 2>/dev/null || true
 [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ] || fail cgroup-v2
 
 # --- A model trained on simulated data for this guest's machine class. -------------------
@@ -70,7 +74,10 @@ max_foreign_load = 1.0
 EOF
 # Installed where an operator would put it: the unit's PrivateTmp hides a build tree under
 # /tmp, and ProtectHome one under /home.
-install -m 0755 "$PLACED" /usr/local/bin/placed || fail install
+# Bound, not copied: the guest's root is an overlay on tmpfs, and a copy of a debug build
+# (over 200 MB) pins that much guest RAM, enough for the kernel to OOM-kill c2's 256 MiB
+# load on its one node below.
+touch /usr/local/bin/placed && mount --bind "$PLACED" /usr/local/bin/placed || fail install
 sed "s|^ExecStart=.*|ExecStart=/usr/local/bin/placed --config /etc/placed/placed.toml|" "$UNIT" >/etc/systemd/system/placed.service
 systemctl daemon-reload
 systemctl start placed || fail unit-start
@@ -138,18 +145,45 @@ TARGET=$(pctl placements --vcpus 1 --json | python3 -c "import json,sys; print(j
 # Throttled to 8 MiB/s: 256 MiB take about 30 s, so the kill lands mid-move.
 sed -i 's/^\[policy\]$/[policy]\nthrottle_mib_per_s = 8/' /etc/placed/placed.toml
 systemctl restart placed || fail restart-throttle
-pctl place c2 --placement "$TARGET" --migrate throttled >/tmp/place2.out 2>&1 &
 # c1 may be migrating too (re-evaluated after a drift): wait for c2's own migration.
-MIGRATING=no
-for _ in $(seq 1 60); do
-    if pctl containers --json 2>/dev/null | python3 -c "import json,sys; sys.exit(0 if any(c['name']=='c2' and c['state']=='migrating' for c in json.load(sys.stdin)['containers']) else 1)"; then
-        MIGRATING=yes
-        break
-    fi
-    sleep 0.5
-done
+# Arguments: the pid of the `placectl place` running in the background. Gives up as soon
+# as that has ended (it answered without migrating, or failed).
+c2_migrating() {
+    for _ in $(seq 1 60); do
+        pctl containers --json 2>/dev/null | python3 -c "import json,sys; sys.exit(0 if any(c['name']=='c2' and c['state']=='migrating' for c in json.load(sys.stdin)['containers']) else 1)" && return 0
+        kill -0 "$1" 2>/dev/null || return 1
+        sleep 0.5
+    done
+    return 1
+}
+
+# Stopped (SIGTERM) mid-way: the throttled move stops with both nodes kept (nothing moves
+# uncapped), the state file keeps the migration, and the next start settles c2 on one whole
+# cpuset instead of taking the wider one for a change made outside placed.
+pctl place c2 --placement "$TARGET" --migrate throttled >/tmp/place2a.out 2>&1 &
+PLACE=$!
+c2_migrating "$PLACE" || fail c2-migrating-stop "c2 never seen migrating ($(cat /tmp/place2a.out))"
+systemctl stop placed || fail stop-mid-migration
+wait "$PLACE"
+python3 - <<'PY' || fail stop-keeps-migration "$(cat /tmp/place2a.out)"
+import json, sys
+with open("/var/lib/placed/state.json") as f:
+    f.readline()  # the header line
+    state = json.load(f)
+c2 = [c for c in state["containers"] if c["name"] == "c2"]
+sys.exit(0 if c2 and c2[0]["migration"] is not None else 1)
+PY
+systemctl start placed || fail start-after-stop
+wait_json settled-after-stop 60 "any(c['name']=='c2' and c['state']!='migrating' for c in d['containers'])"
+M2=$(cat /sys/fs/cgroup/placed-guest/c2/cpuset.mems.effective)
+[[ "$M2" =~ ^[0-9]+$ ]] || fail settled-one-node "c2 left on mems '$M2' after a stop mid-move"
+pctl containers --json | grep -q "changed outside placed" && fail not-outside "the interrupted move was taken for an outside change"
+(( $(node_pages "$LOAD2" "$LAST") >= 60000 )) || fail c2-memory-back "c2's memory not back on node $LAST"
+ok stop-during-migration "c2 settled on mems $M2"
+
+pctl place c2 --placement "$TARGET" --migrate throttled >/tmp/place2.out 2>&1 &
+c2_migrating $! || fail c2-migrating "c2 never seen migrating: the kill would not land mid-migration ($(cat /tmp/place2.out))"
 pctl containers | grep c2
-[ "$MIGRATING" = yes ] || fail c2-migrating "c2 never seen migrating: the kill would not land mid-migration ($(cat /tmp/place2.out))"
 systemctl kill -s SIGKILL placed
 sleep 1
 # Restart=on-failure brings it back; wait for it to serve again.
