@@ -116,3 +116,22 @@ fn a_missing_data_file_exits_2_naming_it() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("absent.jsonl"));
 }
+
+/// The daemon tells operators without a model to run `placed::lifecycle::train_command`:
+/// that command must name a subcommand and flags `placed-train` has. `--help` at the end
+/// makes clap check every argument before it without running the collection.
+#[test]
+fn the_command_the_daemon_suggests_is_one_placed_train_accepts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let suggested = placed::lifecycle::train_command(4, "/var/lib/placed/models");
+    let mut args: Vec<&str> = suggested.split_whitespace().collect();
+    assert_eq!(args.first(), Some(&"placed-train"), "{suggested}");
+    args.remove(0);
+    args.push("--help");
+    let out = placed_train(&args, dir.path());
+    assert!(out.status.success(), "`{suggested}` is refused");
+
+    // And the check can fail: a flag placed-train lacks is refused before `--help`.
+    let out = placed_train(&["train", "--install", "x", "--help"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+}
