@@ -1,7 +1,7 @@
 //! The daemon as its systemd unit in numa-vm guests (QEMU, cgroup v2) with 2 and 4 NUMA
 //! nodes: a model trained on simulated data for the guest, containers placed by the model
-//! policy and checked in /proc, and (4 nodes) a daemon killed mid-migration and restarted
-//! by systemd. The work happens in `guest-daemon.sh`; this checks what it printed.
+//! policy and checked in /proc, and (4 nodes) a daemon stopped and one killed mid-migration,
+//! restarted by systemd. The work happens in `guest-daemon.sh`; this checks what it printed.
 //!
 //! Skips with the reason where numa-vm, QEMU, root or `placed-train` is missing. Timings in
 //! the guest (software emulation) say nothing about real hardware.
@@ -96,6 +96,7 @@ fn run_guest(nodes: &str, cpus_per_node: &str, smt: &str) {
         );
     }
     if nodes == "4" {
+        assert!(stdout.contains("CHECK stop-during-migration ok"));
         assert!(stdout.contains("CHECK kill-during-migration ok"));
     }
 }
