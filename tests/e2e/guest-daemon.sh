@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs inside a numa-vm guest booted with --systemd (cgroup v2, several NUMA nodes): placed
 # as its systemd unit, a model trained on SIMULATED data for this guest, containers placed
-# by the model policy, and a daemon killed in the middle of a migration.
+# by the model policy, and a daemon stopped, then one killed, in the middle of a migration.
 #
 # Arguments: PLACED PLACECTL PLACED_TRAIN TESTLOAD UNIT_FILE
 # Prints "CHECK <name> ok" per check; exits non-zero at the first failure, after dumping
