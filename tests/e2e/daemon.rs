@@ -61,13 +61,7 @@ fn discovers_places_and_reports_a_container() {
     let dir = tempfile::tempdir().unwrap();
     let (cg, addr) = container(&host);
     let pid = cg.loads[0].pid();
-    let d = TestDaemon::start(
-        dir.path(),
-        &Setup {
-            cgroups: vec![cg.path.to_string()],
-            ..Setup::default()
-        },
-    );
+    let d = TestDaemon::start(dir.path(), &Setup::watching(&cg.path));
 
     // Discovered through the configured cgroup, under the default observe policy.
     d.wait_for("c1 discovered", |j| {
@@ -166,13 +160,7 @@ fn pushed_metrics_stream_in_and_bad_samples_are_refused() {
     let Some(host) = host() else { return };
     let dir = tempfile::tempdir().unwrap();
     let (cg, _load) = container(&host);
-    let d = TestDaemon::start(
-        dir.path(),
-        &Setup {
-            cgroups: vec![cg.path.to_string()],
-            ..Setup::default()
-        },
-    );
+    let d = TestDaemon::start(dir.path(), &Setup::watching(&cg.path));
     d.wait_for("c1", |j| j["containers"][0]["name"] == "c1");
     // Not a pushed metric yet: refused, saying why.
     d.placectl(["report", "c1", "5"])
@@ -200,13 +188,7 @@ fn bad_requests_get_the_right_status_codes() {
     let Some(host) = host() else { return };
     let dir = tempfile::tempdir().unwrap();
     let (cg, _load) = container(&host);
-    let d = TestDaemon::start(
-        dir.path(),
-        &Setup {
-            cgroups: vec![cg.path.to_string()],
-            ..Setup::default()
-        },
-    );
+    let d = TestDaemon::start(dir.path(), &Setup::watching(&cg.path));
     d.wait_for("c1", |j| j["containers"][0]["name"] == "c1");
     runtime().block_on(async {
         let mut c = d.client().await;
@@ -455,13 +437,7 @@ fn sigterm_stops_cleanly_and_a_restart_adopts_without_moving() {
     let dir = tempfile::tempdir().unwrap();
     let (cg, _load) = container(&host);
     let pid = cg.loads[0].pid();
-    let mut d = TestDaemon::start(
-        dir.path(),
-        &Setup {
-            cgroups: vec![cg.path.to_string()],
-            ..Setup::default()
-        },
-    );
+    let mut d = TestDaemon::start(dir.path(), &Setup::watching(&cg.path));
     d.wait_for("c1", |j| j["containers"][0]["name"] == "c1");
     d.placectl([
         "manage",
@@ -554,13 +530,7 @@ fn a_restart_thaws_and_settles_an_interrupted_migration() {
         .save(&state)
         .unwrap();
 
-    let d = TestDaemon::start(
-        dir.path(),
-        &Setup {
-            cgroups: vec![cg.path.to_string()],
-            ..Setup::default()
-        },
-    );
+    let d = TestDaemon::start(dir.path(), &Setup::watching(&cg.path));
     d.wait_for("c1 adopted", |j| j["containers"][0]["name"] == "c1");
     assert!(
         !host.cgroups().is_frozen(&c1).unwrap(),
@@ -708,13 +678,7 @@ fn watch_streams_a_container_appearing_being_placed_and_vanishing() {
     let (cpus, mems) = machine(&host);
     let cg: TestCgroup = TestCgroup::new(&host, &cpus, &mems);
     let dir = tempfile::tempdir().unwrap();
-    let d = TestDaemon::start(
-        dir.path(),
-        &Setup {
-            cgroups: vec![cg.path.to_string()],
-            ..Setup::default()
-        },
-    );
+    let d = TestDaemon::start(dir.path(), &Setup::watching(&cg.path));
     let (one, one_cpus) = first_placement(&d, 1);
     runtime().block_on(async {
         let mut c = d.client().await;
@@ -791,13 +755,7 @@ fn recommend_answers_stay_with_exit_1_and_move_with_exit_0() {
     let cg: TestCgroup = TestCgroup::new(&host, &cpus, &mems);
     cg.child("c1", &cpus, &mems);
     let dir = tempfile::tempdir().unwrap();
-    let d = TestDaemon::start(
-        dir.path(),
-        &Setup {
-            cgroups: vec![cg.path.to_string()],
-            ..Setup::default()
-        },
-    );
+    let d = TestDaemon::start(dir.path(), &Setup::watching(&cg.path));
     d.wait_for("c1", |j| j["containers"][0]["state"] == "watched");
     let (one, one_cpus) = first_placement(&d, 1);
     d.placectl(["manage", "c1", "--vcpus", "1"]).ok();
@@ -888,13 +846,7 @@ fn vcpus_come_from_the_cpu_quota_else_the_cpuset() {
     cg.child("quota2", &one_pu, &mems);
     cg.child("cpuset1", &one_pu, &mems);
     let dir = tempfile::tempdir().unwrap();
-    let d = TestDaemon::start(
-        dir.path(),
-        &Setup {
-            cgroups: vec![cg.path.to_string()],
-            ..Setup::default()
-        },
-    );
+    let d = TestDaemon::start(dir.path(), &Setup::watching(&cg.path));
     d.wait_for("both discovered", |j| {
         j["containers"].as_array().is_some_and(|c| c.len() == 2)
     });
@@ -1097,13 +1049,7 @@ fn aggressive_containers_never_keep_units_another_container_holds() {
     cg.child("held", &cpus, &mems);
     cg.child("sharer", &cpus, &mems);
     let dir = tempfile::tempdir().unwrap();
-    let d = TestDaemon::start(
-        dir.path(),
-        &Setup {
-            cgroups: vec![cg.path.to_string()],
-            ..Setup::default()
-        },
-    );
+    let d = TestDaemon::start(dir.path(), &Setup::watching(&cg.path));
     let find = |j: &serde_json::Value, name: &str| {
         j["containers"]
             .as_array()

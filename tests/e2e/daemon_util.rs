@@ -37,6 +37,16 @@ pub struct Setup {
     pub warmup: Option<String>,
 }
 
+impl Setup {
+    /// The defaults, managing the children of one plain cgroup.
+    pub fn watching(cgroup: &impl std::fmt::Display) -> Self {
+        Self {
+            cgroups: vec![cgroup.to_string()],
+            ..Self::default()
+        }
+    }
+}
+
 impl Default for Setup {
     fn default() -> Self {
         Self {
