@@ -281,22 +281,7 @@ async fn step(
     match rec.state {
         Lifecycle::Watched if matches!(rec.policy, Policy::Aggressive) => {
             // Woken because the units nobody holds changed: share what is free now.
-            let guard = begin(inner, id, "placing").await?;
-            if !unchanged_since(inner, id, generation) {
-                return Ok(Next::Again);
-            }
-            apply_policy(
-                inner,
-                id,
-                &set,
-                &rec.policy,
-                None,
-                None,
-                Why::Automatic,
-                &guard,
-            )
-            .await?;
-            Ok(Next::Idle)
+            place_by_own_policy(inner, id, &set, &rec.policy, None, generation).await
         }
         Lifecycle::Watched => {
             if !matches!(rec.policy, Policy::Model { .. }) || usable_prediction(&rec).is_none() {
@@ -350,25 +335,39 @@ async fn step(
                 Ok(Next::Sleep(inner.config.observe.watch_interval))
             }
             _ => {
-                let guard = begin(inner, id, "placing").await?;
-                if !unchanged_since(inner, id, generation) {
-                    return Ok(Next::Again);
-                }
-                apply_policy(
-                    inner,
-                    id,
-                    &set,
-                    &rec.policy,
-                    usable_prediction(&rec),
-                    None,
-                    Why::Automatic,
-                    &guard,
-                )
-                .await?;
-                Ok(Next::Idle)
+                let prediction = usable_prediction(&rec);
+                place_by_own_policy(inner, id, &set, &rec.policy, prediction, generation).await
             }
         },
     }
+}
+
+/// Takes the container's operation lock and applies its own policy, moving it only when
+/// that pays; starts over instead when its settings changed while it waited for the lock.
+async fn place_by_own_policy(
+    inner: &Arc<Inner>,
+    id: &str,
+    set: &PlacementSet,
+    policy: &Policy,
+    prediction: Option<&PredictionRecord>,
+    generation: u64,
+) -> Result<Next, DaemonError> {
+    let guard = begin(inner, id, "placing").await?;
+    if !unchanged_since(inner, id, generation) {
+        return Ok(Next::Again);
+    }
+    apply_policy(
+        inner,
+        id,
+        set,
+        policy,
+        prediction,
+        None,
+        Why::Automatic,
+        &guard,
+    )
+    .await?;
+    Ok(Next::Idle)
 }
 
 /// The source to measure with, built (or rebuilt when the spec changed) on demand.
