@@ -23,16 +23,16 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use placed::cgroup::{CgroupPath, Cgroups};
-use placed::client::{self, Target};
-use placed::cpuset::{CpuSet, NodeSet};
-use placed::enact::Host;
-use placed::machine::{Machine, TopologySource};
-use placed::policy::Policy;
+use placectl::client::{self, Target};
 use placed::state::{
     ContainerRecord, Lifecycle, ObservationRecord, PredictedRecord, PredictionRecord, State,
     StateStore, VcpuSource,
 };
+use placed_core::cpuset::{CpuSet, NodeSet};
+use placed_core::machine::{Machine, TopologySource};
+use placed_core::policy::Policy;
+use placed_host::cgroup::{CgroupPath, Cgroups};
+use placed_host::enact::Host;
 use placed_proto::v1 as pb;
 
 struct Args {
@@ -195,7 +195,7 @@ fn seeded_state(machine: &Machine, ids: &[(String, String)], placement: &str) ->
                 assigned: None,
                 migration: None,
                 resume: None,
-                metric: Some(placed::observe::SourceSpec::Pushed { counter: false }),
+                metric: Some(placed_host::observe::SourceSpec::Pushed { counter: false }),
                 prediction: Some(PredictionRecord {
                     model_id: "bench-simulated".into(),
                     model_path: "(seeded by the benchmark)".into(),
@@ -289,7 +289,7 @@ async fn latency(
 
 fn main() {
     // SAFETY: first statement of main, before any thread exists.
-    unsafe { placed::machine::quiet_hwloc() };
+    unsafe { placed_core::machine::quiet_hwloc() };
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         println!("skipped: the daemon benchmark needs root (it creates cgroups)");
@@ -300,7 +300,7 @@ fn main() {
     let cpus = host.online_cpus().expect("cpus");
     let mems = host.memory_nodes().expect("mems");
     let machine = Machine::load(&TopologySource::Host, None).expect("machine model");
-    let set = placed::placement::important_placements(&machine, 1).expect("placements");
+    let set = placed_core::placement::important_placements(&machine, 1).expect("placements");
     let placement = set.placements[0].id.clone();
     println!(
         "daemon benchmark on {} ({} PUs, {} allocation units): {} containers, {} req/s, {} s per phase",

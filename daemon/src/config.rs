@@ -270,7 +270,7 @@ impl Config {
                     .into(),
             ));
         }
-        if let Err(e) = crate::policy::Policy::parse(&self.policy.default, self.policy.goal) {
+        if let Err(e) = placed_core::policy::Policy::parse(&self.policy.default, self.policy.goal) {
             return Err(invalid(format!("policy.default: {e}")));
         }
         if u32::from_str_radix(&self.grpc.socket_mode, 8).is_err() {
@@ -306,10 +306,12 @@ impl Config {
 
     /// The measurement protocol: the observation engine's measured defaults, with the
     /// `[observe]` settings on top.
-    pub fn protocol(&self) -> Result<crate::observe::Protocol, crate::observe::ObserveError> {
-        let base = crate::observe::Protocol::default();
+    pub fn protocol(
+        &self,
+    ) -> Result<placed_host::observe::Protocol, placed_host::observe::ObserveError> {
+        let base = placed_host::observe::Protocol::default();
         let windows = usize::try_from(self.observe.windows).unwrap_or(base.windows);
-        let mut p = crate::observe::Protocol {
+        let mut p = placed_host::observe::Protocol {
             warmup: self.observe.warmup,
             window: self.observe.window,
             windows,

@@ -53,6 +53,6 @@ pub use data::{Dataset, Provenance};
 pub use evaluation::{Evaluation, evaluate};
 pub use features::Observation;
 pub use model::{MachineClass, Model, Prediction};
-pub use model_file::ModelFileError;
+pub use model_file::{ModelFileError, train_command};
 pub use table::RowInfo;
 pub use train::{TrainOptions, fit, linfa_dataset};

@@ -224,5 +224,13 @@ impl Model {
     }
 }
 
+/// The command that trains a model for `vcpus` vCPUs on this host and installs it where the
+/// daemon looks (`dir`, its `daemon.model_dir`). The no-model error, `placectl status` and
+/// `placed-train`'s own test all take it from here, so the advice cannot drift from `placed-train`'s flags
+/// (training/src/bin/placed-train.rs: `train` with `--vcpus`, `--workloads`, `--model-dir`).
+pub fn train_command(vcpus: impl std::fmt::Display, dir: impl std::fmt::Display) -> String {
+    format!("placed-train train --vcpus {vcpus} --workloads builtin --model-dir {dir}")
+}
+
 #[cfg(test)]
 mod tests;

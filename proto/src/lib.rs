@@ -1,11 +1,13 @@
-//! The `placed.v1` gRPC API, generated from `proto/placed.proto`.
+//! The `placed.v1` gRPC API, generated from `proto/placed.proto`, and the conversions
+//! between its messages and [`placed_core`]'s values.
 //!
-//! Nothing below the service layer sees these types: handlers convert them into the
-//! daemon's domain commands and back.
+//! Nothing below the service layer sees these types: the daemon's handlers convert them
+//! into its domain commands and back, `placectl` converts what it prints.
 
-#![allow(missing_debug_implementations, clippy::all)]
+pub mod convert;
 
 /// Generated protobuf and tonic code for package `placed.v1`.
+#[allow(missing_debug_implementations, clippy::all)]
 pub mod v1 {
     tonic::include_proto!("placed.v1");
 }

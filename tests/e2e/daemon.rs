@@ -7,12 +7,12 @@
 
 use std::time::Duration;
 
-use placed::cpuset::{CpuSet, NodeSet};
-use placed::enact::Host;
 use placed::state::{
     Assigned, ContainerRecord, Cpuset, Lifecycle, Migration, ObservationRecord, PredictedRecord,
     PredictionRecord, State, StateStore, VcpuSource,
 };
+use placed_core::cpuset::{CpuSet, NodeSet};
+use placed_host::enact::Host;
 use placed_proto::v1 as pb;
 use tonic::Code;
 
@@ -135,7 +135,7 @@ fn discovers_places_and_reports_a_container() {
         .fails_with("no model for machine class");
     let run = d.placectl(["predict", "c1"]);
     // The advice is the real `placed-train` command for this v and the daemon's model dir.
-    let advice = placed::lifecycle::train_command(1, dir.path().join("models").display());
+    let advice = placed_models::train_command(1, dir.path().join("models").display());
     assert!(run.stderr.contains(&advice), "{run:?}");
     assert!(run.stderr.contains("FailedPrecondition"), "{run:?}");
 
@@ -331,7 +331,7 @@ fn bad_requests_get_the_right_status_codes() {
             .expect("a state file");
         assert_eq!(
             saved.containers[0].policy,
-            placed::policy::Policy::Observe,
+            placed_core::policy::Policy::Observe,
             "{saved:?}"
         );
 
@@ -490,10 +490,13 @@ fn a_restart_thaws_and_settles_an_interrupted_migration() {
     host.cgroups().set_frozen(&c1, true).unwrap();
     let state = State {
         written_unix_ms: 0,
-        fingerprint: placed::machine::Machine::load(&placed::machine::TopologySource::Host, None)
-            .unwrap()
-            .fingerprint()
-            .to_owned(),
+        fingerprint: placed_core::machine::Machine::load(
+            &placed_core::machine::TopologySource::Host,
+            None,
+        )
+        .unwrap()
+        .fingerprint()
+        .to_owned(),
         containers: vec![ContainerRecord {
             id: c1.to_string(),
             name: "c1".into(),
@@ -501,7 +504,7 @@ fn a_restart_thaws_and_settles_an_interrupted_migration() {
             runtime_id: c1.to_string(),
             vcpus: 1,
             vcpus_source: VcpuSource::Request,
-            policy: placed::policy::Policy::Observe,
+            policy: placed_core::policy::Policy::Observe,
             state: Lifecycle::Migrating,
             detail: String::new(),
             original: None,
@@ -824,7 +827,7 @@ impl Drop for CpuCgroup {
 fn vcpus_come_from_the_cpu_quota_else_the_cpuset() {
     let Some(host) = host() else { return };
     let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    let Some(cpu_root) = placed::cgroup::Mounts::parse(&mounts)
+    let Some(cpu_root) = placed_host::cgroup::Mounts::parse(&mounts)
         .ok()
         .and_then(|m| m.v1("cpu").map(|c| c.mount_point.clone()))
     else {
@@ -884,8 +887,9 @@ fn a_request_during_an_operation_is_aborted_with_what_and_since_when() {
     // A container the previous run placed under the model policy and predicted: the
     // restarted daemon watches it, which measures it in place, holding its operation lock
     // for the whole (here 60 s) warm-up. No model is needed for that.
-    let m = placed::machine::Machine::load(&placed::machine::TopologySource::Host, None).unwrap();
-    let set = placed::placement::important_placements(&m, 2).unwrap();
+    let m = placed_core::machine::Machine::load(&placed_core::machine::TopologySource::Host, None)
+        .unwrap();
+    let set = placed_core::placement::important_placements(&m, 2).unwrap();
     let p = set
         .placements
         .iter()
@@ -901,7 +905,7 @@ fn a_request_during_an_operation_is_aborted_with_what_and_since_when() {
             runtime_id: c1.to_string(),
             vcpus: 2,
             vcpus_source: VcpuSource::Request,
-            policy: placed::policy::Policy::Model { goal: 0.9 },
+            policy: placed_core::policy::Policy::Model { goal: 0.9 },
             state: Lifecycle::Watched,
             detail: String::new(),
             original: None,
@@ -913,7 +917,7 @@ fn a_request_during_an_operation_is_aborted_with_what_and_since_when() {
             }),
             migration: None,
             resume: None,
-            metric: Some(placed::observe::SourceSpec::Prometheus {
+            metric: Some(placed_host::observe::SourceSpec::Prometheus {
                 url: format!("http://{addr}/metrics"),
                 selector: "testload_ops_total".into(),
             }),

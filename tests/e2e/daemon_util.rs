@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use placed::client::{self, Target};
+use placectl::client::{self, Target};
 use placed_proto::v1::placed_client::PlacedClient;
 use tonic::transport::Channel;
 
@@ -296,7 +296,7 @@ pub struct TestLoad {
 
 impl TestLoad {
     pub fn start(mode: &str) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_placed-testload"))
+        let mut child = Command::new(crate::bins::bin("placed-testload"))
             .args([mode, "--serve", "127.0.0.1:0"])
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

@@ -3,8 +3,8 @@
 
 use std::process::Command;
 
-use placed::cpuset::{CpuSet, NodeSet};
-use placed::enact::Host;
+use placed_core::cpuset::{CpuSet, NodeSet};
+use placed_host::enact::Host;
 
 use crate::cgroup_support::TestCgroup;
 use crate::util::placectl;

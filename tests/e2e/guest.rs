@@ -6,17 +6,9 @@
 //! Skips with the reason where numa-vm, QEMU, root or `placed-train` is missing. Timings in
 //! the guest (software emulation) say nothing about real hardware.
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use crate::guest_support;
-
-/// `placed-train` from the same target directory (built by `cargo test --workspace`).
-fn placed_train() -> Option<PathBuf> {
-    let exe = PathBuf::from(env!("CARGO_BIN_EXE_placed"));
-    let p = exe.parent()?.join("placed-train");
-    p.exists().then_some(p)
-}
 
 /// One guest at a time: two emulated guests on a 2-core host each run at half speed and
 /// both miss their deadlines.
@@ -28,12 +20,7 @@ fn run_guest(nodes: &str, cpus_per_node: &str, smt: &str) {
         eprintln!("skipped, because {why}");
         return;
     }
-    let Some(train) = placed_train() else {
-        eprintln!(
-            "skipped, because placed-train is not built beside placed (cargo build --workspace)"
-        );
-        return;
-    };
+    let train = crate::bins::bin("placed-train");
     let Some(vm) = guest_support::numa_vm() else {
         return;
     };
@@ -63,9 +50,9 @@ fn run_guest(nodes: &str, cpus_per_node: &str, smt: &str) {
             .arg("bash")
             .arg(&script)
             .arg(env!("CARGO_BIN_EXE_placed"))
-            .arg(env!("CARGO_BIN_EXE_placectl"))
+            .arg(crate::bins::bin("placectl"))
             .arg(&train)
-            .arg(env!("CARGO_BIN_EXE_placed-testload"))
+            .arg(crate::bins::bin("placed-testload"))
             .arg(&unit)
             .output()
             .expect("numa-vm runs")

@@ -3,6 +3,8 @@
 //! One test binary (built as the `placed` package's `e2e` test so that cargo hands it the
 //! real executables); one module per area.
 
+#[path = "../support/bins.rs"]
+mod bins;
 #[path = "../support/cgroup.rs"]
 mod cgroup_support;
 mod daemon;

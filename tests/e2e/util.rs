@@ -49,7 +49,7 @@ where
         status,
         stdout,
         stderr,
-    } = Command::new(env!("CARGO_BIN_EXE_placectl"))
+    } = Command::new(crate::bins::bin("placectl"))
         .args(&args)
         .envs(env.iter().copied())
         .output()

@@ -7,9 +7,9 @@
 use std::process::Child;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use placed::cgroup::{CgroupPath, Cgroups};
-use placed::cpuset::{CpuSet, NodeSet};
-use placed::enact::Host;
+use placed_core::cpuset::{CpuSet, NodeSet};
+use placed_host::cgroup::{CgroupPath, Cgroups};
+use placed_host::enact::Host;
 
 /// A process a test started in its cgroup, stopped before the cgroup is removed.
 pub trait Load {

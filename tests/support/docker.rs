@@ -7,7 +7,7 @@
 
 use std::process::Command;
 
-use placed::cpuset::CpuSet;
+use placed_core::cpuset::CpuSet;
 
 pub const IMAGE: &str = "placed-test/busybox:1";
 

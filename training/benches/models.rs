@@ -11,8 +11,8 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use linfa::prelude::*;
-use placed::machine::{Machine, TopologySource};
-use placed::placement::important_placements;
+use placed_core::machine::{Machine, TopologySource};
+use placed_core::placement::important_placements;
 use placed_models::forest::ForestParams;
 use placed_models::{Dataset, Model, Observation, TrainOptions, fit, linfa_dataset};
 use placed_training::simulate::{SimMachine, SimulationOptions, simulate};

@@ -15,9 +15,11 @@
 use std::time::Duration;
 
 use anyhow::Context as _;
-use placed::cgroup::{CgroupPath, Cgroups};
-use placed::enact::Host;
-use placed::observe::{ObserveError, ProcProbe, Protocol, Target, WindowRecord, block_on, measure};
+use placed_host::cgroup::{CgroupPath, Cgroups};
+use placed_host::enact::Host;
+use placed_host::observe::{
+    ObserveError, ProcProbe, Protocol, Target, WindowRecord, block_on, measure,
+};
 use placed_training::workloads::{self, Launch};
 
 /// A cgroup removed (with whatever is left in it) when dropped.

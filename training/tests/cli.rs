@@ -117,13 +117,13 @@ fn a_missing_data_file_exits_2_naming_it() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("absent.jsonl"));
 }
 
-/// The daemon tells operators without a model to run `placed::lifecycle::train_command`:
+/// The daemon tells operators without a model to run `placed_models::train_command`:
 /// that command must name a subcommand and flags `placed-train` has. `--help` at the end
 /// makes clap check every argument before it without running the collection.
 #[test]
 fn the_command_the_daemon_suggests_is_one_placed_train_accepts() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let suggested = placed::lifecycle::train_command(4, "/var/lib/placed/models");
+    let suggested = placed_models::train_command(4, "/var/lib/placed/models");
     let mut args: Vec<&str> = suggested.split_whitespace().collect();
     assert_eq!(args.first(), Some(&"placed-train"), "{suggested}");
     args.remove(0);

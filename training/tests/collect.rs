@@ -41,7 +41,7 @@ fn unavailable() -> Option<String> {
     if unsafe { libc::geteuid() } != 0 {
         return Some("not running as root".into());
     }
-    if placed::cgroup::Cgroups::detect().is_err() {
+    if placed_host::cgroup::Cgroups::detect().is_err() {
         return Some("no cpuset hierarchy".into());
     }
     None

@@ -3,8 +3,8 @@
 //! A small data set and few trees keep this quick; `docs/models.md` has the full-size
 //! figures.
 
-use placed::machine::{Machine, TopologySource};
-use placed::placement::important_placements;
+use placed_core::machine::{Machine, TopologySource};
+use placed_core::placement::important_placements;
 use placed_models::forest::ForestParams;
 use placed_models::{TrainOptions, evaluate};
 use placed_training::simulate::{SimMachine, SimulationOptions, simulate};

@@ -14,8 +14,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use cgroup_support::TestCgroup;
-use placed::cgroup::CgroupPath;
-use placed::observe::{MetricSource, block_on};
+use placed_host::cgroup::CgroupPath;
+use placed_host::observe::{MetricSource, block_on};
 use placed_training::workloads::{self, Launch, Running, Workload};
 
 /// The kernels spin on every PU: one workload at a time keeps the others' rates sane

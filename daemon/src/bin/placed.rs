@@ -38,7 +38,7 @@ struct Args {
 
 fn main() -> ExitCode {
     // SAFETY: first statement of main, before any thread exists.
-    unsafe { placed::machine::quiet_hwloc() };
+    unsafe { placed_core::machine::quiet_hwloc() };
     let args = match Args::try_parse() {
         Ok(a) => a,
         Err(e) => {
@@ -86,8 +86,11 @@ fn main() -> ExitCode {
     match runtime.block_on(run(config)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            tracing::error!("{}", placed::cli::error_line(e.as_ref()));
-            eprintln!("placed: error: {}", placed::cli::error_line(e.as_ref()));
+            tracing::error!("{}", placed_core::text::error_line(e.as_ref()));
+            eprintln!(
+                "placed: error: {}",
+                placed_core::text::error_line(e.as_ref())
+            );
             ExitCode::from(2)
         }
     }

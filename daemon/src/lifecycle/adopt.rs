@@ -8,10 +8,10 @@
 
 use std::sync::Arc;
 
-use crate::containers::Container;
-use crate::fault::Fault;
-use crate::migrate::Mode;
 use crate::state::{Assigned, ContainerRecord, Cpuset, Lifecycle};
+use placed_core::fault::Fault;
+use placed_host::containers::Container;
+use placed_host::migrate::Mode;
 
 use super::events::{Event, EventKind, now_ms};
 use super::{Inner, StartError, task};

@@ -11,10 +11,10 @@ use std::time::Duration;
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
 use tokio::io::unix::AsyncFd;
 
-use crate::cgroup::CgroupPath;
-use crate::containers::Container;
-use crate::fault::Fault;
 use crate::state::Lifecycle;
+use placed_core::fault::Fault;
+use placed_host::cgroup::CgroupPath;
+use placed_host::containers::Container;
 
 use super::events::{Event, EventKind, now_ms};
 use super::{Inner, task};
@@ -94,7 +94,7 @@ pub(super) async fn resync(inner: &Arc<Inner>) {
 
 /// The containers discovery manages on its own: those of the configured runtimes, and the
 /// children of the configured plain cgroups.
-fn wanted(inner: &Inner) -> Result<Vec<Container>, crate::enact::Error> {
+fn wanted(inner: &Inner) -> Result<Vec<Container>, placed_host::enact::Error> {
     let runtimes = &inner.config.containers.runtimes;
     let mut out: Vec<Container> = if runtimes.is_empty() {
         Vec::new()

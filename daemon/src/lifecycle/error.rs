@@ -1,17 +1,7 @@
 //! What a daemon command can fail with, classified by who has to act, so that the service
 //! maps each to its gRPC code in one place.
 
-use std::fmt::Display;
-
-use crate::fault::Fault;
-
-/// The command that trains a model for `vcpus` vCPUs on this host and installs it where the
-/// daemon looks (`dir`, its `daemon.model_dir`). The no-model error, `placectl status` and
-/// the tests all take it from here, so the advice cannot drift from `placed-train`'s flags
-/// (training/src/bin/placed-train.rs: `train` with `--vcpus`, `--workloads`, `--model-dir`).
-pub fn train_command(vcpus: impl Display, dir: impl Display) -> String {
-    format!("placed-train train --vcpus {vcpus} --workloads builtin --model-dir {dir}")
-}
+use placed_core::fault::Fault;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
@@ -33,7 +23,7 @@ pub enum DaemonError {
     /// No model for this machine class and vCPU count.
     #[error(
         "no model for machine class {fingerprint} with {vcpus} vCPUs in {dir}; train one on this host with `{cmd}` (or copy one trained on an identical host)",
-        cmd = train_command(.vcpus, .dir)
+        cmd = placed_models::train_command(.vcpus, .dir)
     )]
     NoModel {
         fingerprint: String,
@@ -82,6 +72,6 @@ mod tests {
             ),
             "{text}"
         );
-        assert!(text.contains(&train_command(4, "/var/lib/placed/models")));
+        assert!(text.contains(&placed_models::train_command(4, "/var/lib/placed/models")));
     }
 }

@@ -36,18 +36,18 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
-use crate::enact::Host;
-use crate::machine::{Machine, TopologySource};
-use crate::migrate::Mode;
-use crate::observe::{Protocol, SourceSpec};
-use crate::placement::{PlacementSet, important_placements};
-use crate::policy::{self, Policy, Situation};
 use crate::state::{
     ContainerRecord, Lifecycle, PredictionRecord, StateError, StateStore, VcpuSource,
 };
 use crate::telemetry::{Metrics, StateLabel};
+use placed_core::machine::{Machine, TopologySource};
+use placed_core::placement::{PlacementSet, important_placements};
+use placed_core::policy::{self, Policy, Situation};
+use placed_host::enact::Host;
+use placed_host::migrate::Mode;
+use placed_host::observe::{Protocol, SourceSpec};
 
-pub use error::{DaemonError, train_command};
+pub use error::DaemonError;
 pub use events::{Event, EventKind};
 pub use models::LoadedModel;
 
@@ -60,9 +60,9 @@ use registry::{Entry, Registry};
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     #[error(transparent)]
-    Machine(#[from] crate::machine::MachineError),
+    Machine(#[from] placed_core::machine::MachineError),
     #[error(transparent)]
-    Host(#[from] crate::enact::Error),
+    Host(#[from] placed_host::enact::Error),
     #[error(transparent)]
     State(#[from] StateError),
     #[error("invalid configuration: {0}")]
@@ -100,8 +100,8 @@ pub enum PlaceTarget {
 pub struct PlaceOutcome {
     pub container: String,
     pub placement: Option<String>,
-    pub cpus: crate::cpuset::CpuSet,
-    pub mems: crate::cpuset::NodeSet,
+    pub cpus: placed_core::cpuset::CpuSet,
+    pub mems: placed_core::cpuset::NodeSet,
     pub moved: bool,
     pub bytes_moved: u64,
     pub duration: Duration,
@@ -181,7 +181,7 @@ impl Daemon {
                 .await
                 .map_err(|e| StartError::Config(format!("machine model task failed: {e}")))??;
         let host = Host::detect()?;
-        let pmu = crate::observe::perf::probe_pmu().is_ok();
+        let pmu = placed_host::observe::perf::probe_pmu().is_ok();
         let mut warnings = Vec::new();
         if !pmu {
             warnings.push(
@@ -456,7 +456,9 @@ impl Daemon {
             ))
         })?;
         reporter.report(value).map_err(|e| match e {
-            crate::observe::PushedError::Invalid { .. } => DaemonError::BadRequest(e.to_string()),
+            placed_host::observe::PushedError::Invalid { .. } => {
+                DaemonError::BadRequest(e.to_string())
+            }
             other => DaemonError::Precondition(other.to_string()),
         })?;
         self.inner.metrics.metric_samples.inc();
@@ -506,7 +508,7 @@ impl Daemon {
         if let Err(e) = self.inner.persist().await {
             tracing::error!(error = %e, "could not write the state file at shutdown");
         }
-        let thawed = crate::cgroup::thaw_all();
+        let thawed = placed_host::cgroup::thaw_all();
         if thawed > 0 {
             tracing::warn!(thawed, "thawed containers left frozen at shutdown");
         }
@@ -672,9 +674,9 @@ impl Inner {
         &self,
         record: &ContainerRecord,
         held_by_others: &[usize],
-        to_mems: &crate::cpuset::NodeSet,
+        to_mems: &placed_core::cpuset::NodeSet,
     ) -> (bool, u64) {
-        let Ok(cg) = crate::cgroup::CgroupPath::parse(&record.id) else {
+        let Ok(cg) = placed_host::cgroup::CgroupPath::parse(&record.id) else {
             return (false, 0);
         };
         let (cpus, mems) = match (self.host.cgroups().cpuset(&cg), &record.assigned) {
@@ -685,7 +687,9 @@ impl Inner {
                 self.machine
                     .units
                     .iter()
-                    .fold(crate::cpuset::NodeSet::new(), |acc, u| acc.union(&u.mems)),
+                    .fold(placed_core::cpuset::NodeSet::new(), |acc, u| {
+                        acc.union(&u.mems)
+                    }),
             ),
         };
         let trespassing = held_by_others.iter().any(|&u| {
@@ -699,7 +703,7 @@ impl Inner {
             return (trespassing, 0);
         }
         let procs = self.host.cgroups().procs(&cg).unwrap_or_default();
-        let bytes = match crate::migrate::Proc::host().footprint(&procs) {
+        let bytes = match placed_host::migrate::Proc::host().footprint(&procs) {
             Ok(per_node) => per_node.outside(to_mems),
             // Per-node figures unreadable: count all of it, the most a move can migrate.
             Err(e) => {
@@ -750,7 +754,7 @@ impl Inner {
     pub(crate) fn new_entry(
         &self,
         record: ContainerRecord,
-        container: crate::containers::Container,
+        container: placed_host::containers::Container,
     ) -> Entry {
         Entry {
             record,

@@ -12,7 +12,7 @@ use std::time::SystemTime;
 
 use placed_models::{Model, ModelFileError};
 
-use crate::placement::PlacementSet;
+use placed_core::placement::PlacementSet;
 
 /// A loaded model and where it came from.
 #[derive(Debug, Clone)]

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::cgroup::{CgroupPath, Mounts};
+use placed_host::cgroup::{CgroupPath, Mounts};
 
 /// Where the cpu and perf_event controllers are mounted, found once at start-up.
 #[derive(Debug, Clone)]

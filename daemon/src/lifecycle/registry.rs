@@ -10,9 +10,9 @@ use std::time::Instant;
 use tokio::sync::{Notify, OwnedMutexGuard};
 use tokio_util::sync::CancellationToken;
 
-use crate::containers::Container;
-use crate::observe::Reporter;
 use crate::state::{ContainerRecord, Lifecycle, PredictionRecord};
+use placed_host::containers::Container;
+use placed_host::observe::Reporter;
 
 use super::error::DaemonError;
 
@@ -173,10 +173,10 @@ impl Entry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cgroup::CgroupPath;
-    use crate::containers::Runtime;
-    use crate::policy::Policy;
     use crate::state::VcpuSource;
+    use placed_core::policy::Policy;
+    use placed_host::cgroup::CgroupPath;
+    use placed_host::containers::Runtime;
 
     fn entry(vcpus: usize) -> Entry {
         let cgroup = CgroupPath::parse("/test/c1").unwrap();

@@ -17,19 +17,19 @@ use std::time::{Duration, Instant};
 
 use placed_models::Observation;
 
-use crate::containers::Container;
-use crate::migrate::Mode;
-use crate::observe::{
-    AnySource, Measurement, ObserveError, ProcProbe, SourceSpec, Target as NoiseTarget, compare,
-    measure,
-};
-use crate::placement::{PlacementSet, instantiate};
-use crate::policy::{self, Policy, PolicyError, Predicted, Situation, Target};
 use crate::state::{
     Assigned, ContainerRecord, Cpuset, Lifecycle, Migration, ObservationRecord, PredictedRecord,
     PredictionRecord, VcpuSource,
 };
 use crate::telemetry::{Outcome, OutcomeLabel};
+use placed_core::placement::{PlacementSet, instantiate};
+use placed_core::policy::{self, Policy, PolicyError, Predicted, Situation, Target};
+use placed_host::containers::Container;
+use placed_host::migrate::Mode;
+use placed_host::observe::{
+    AnySource, Measurement, ObserveError, ProcProbe, SourceSpec, Target as NoiseTarget, compare,
+    measure,
+};
 
 use super::error::DaemonError;
 use super::events::{Event, EventKind, now_ms};
@@ -89,7 +89,7 @@ pub(super) async fn register(
     };
     // A plain cgroup is known by its last component, as a container by its name.
     let name = match (&container.runtime, &container.name) {
-        (crate::containers::Runtime::Cgroup, None) => container.cgroup.name().to_owned(),
+        (placed_host::containers::Runtime::Cgroup, None) => container.cgroup.name().to_owned(),
         _ => container.label(),
     };
     let record = ContainerRecord {
@@ -384,7 +384,7 @@ async fn ensure_source<'a>(
         ))
     })?;
     if source.as_ref().is_none_or(|(s, _)| *s != spec) {
-        let cg = crate::cgroup::CgroupPath::parse(&rec.id)
+        let cg = placed_host::cgroup::CgroupPath::parse(&rec.id)
             .map_err(|e| DaemonError::Internal(e.to_string()))?;
         let dir = inner
             .controllers
@@ -413,7 +413,7 @@ async fn measure_here(
     rec: &ContainerRecord,
     source: &mut AnySource,
 ) -> Result<Measurement, DaemonError> {
-    let cg = crate::cgroup::CgroupPath::parse(&rec.id)
+    let cg = placed_host::cgroup::CgroupPath::parse(&rec.id)
         .map_err(|e| DaemonError::Internal(e.to_string()))?;
     let dir = cg.under(inner.host.cgroups().root());
     let cpus = rec.assigned.as_ref().map(|a| a.cpus.clone());
@@ -429,7 +429,7 @@ async fn measure_here(
                 DaemonError::Precondition(format!(
                     "measuring {}: {}",
                     rec.name,
-                    crate::cli::error_line(&e)
+                    placed_core::text::error_line(&e)
                 ))
             }
             other => DaemonError::Internal(format!("measuring {}: {other}", rec.name)),
@@ -505,7 +505,7 @@ async fn evaluate(
         inner.protocol.margin,
     ) {
         Ok(c) => {
-            if c.verdict == crate::observe::Verdict::Inconclusive {
+            if c.verdict == placed_host::observe::Verdict::Inconclusive {
                 warnings.push(format!(
                     "baseline and probe could not be told apart (ratio {:.3}, interval {:.3}-{:.3}): the prediction rests on a noisy probe",
                     c.ratio.value, c.ratio.lo, c.ratio.hi
@@ -753,7 +753,7 @@ async fn move_to(
             stop.cancelled().await;
             flag.store(true, std::sync::atomic::Ordering::Relaxed);
         });
-        let opts = crate::enact::ApplyOptions {
+        let opts = placed_host::enact::ApplyOptions {
             cancel: Some(cancel),
             ..Default::default()
         };
@@ -839,8 +839,8 @@ async fn move_to(
         Err(e) => {
             inner.with_entry(id, |entry| entry.record.migration = None);
             let outcome = match &e {
-                crate::enact::Error::Failed {
-                    rollback: crate::enact::Rollback::Restored,
+                placed_host::enact::Error::Failed {
+                    rollback: placed_host::enact::Rollback::Restored,
                     ..
                 } => Outcome::RolledBack,
                 _ => Outcome::Failed,
@@ -855,7 +855,7 @@ async fn move_to(
             inner.persist().await?;
             Err(DaemonError::from_fault(
                 e.fault(),
-                format!("moving {}: {}", rec.name, crate::cli::error_line(&e)),
+                format!("moving {}: {}", rec.name, placed_core::text::error_line(&e)),
             ))
         }
     }
@@ -866,8 +866,8 @@ async fn move_to(
 /// first (which changes nothing for its tasks: it inherits its parent's sets).
 async fn current_cpuset(
     inner: &Arc<Inner>,
-    cg: &crate::cgroup::CgroupPath,
-) -> Result<crate::cgroup::CpusetState, DaemonError> {
+    cg: &placed_host::cgroup::CgroupPath,
+) -> Result<placed_host::cgroup::CpusetState, DaemonError> {
     let task_inner = inner.clone();
     let cg = cg.clone();
     tokio::task::spawn_blocking(move || {
@@ -984,7 +984,7 @@ pub(super) async fn predict_now(
             reason: "back where it was before the prediction".into(),
         },
         None => {
-            let cg = crate::cgroup::CgroupPath::parse(&rec.id)
+            let cg = placed_host::cgroup::CgroupPath::parse(&rec.id)
                 .map_err(|e| DaemonError::Internal(e.to_string()))?;
             let now = current_cpuset(inner, &cg).await?;
             Target {
@@ -1092,8 +1092,8 @@ pub(super) fn policy_error(e: PolicyError) -> DaemonError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpuset::{CpuSet, NodeSet};
-    use crate::policy::{MoveCost, MoveDecision, worth_moving};
+    use placed_core::cpuset::{CpuSet, NodeSet};
+    use placed_core::policy::{MoveCost, MoveDecision, worth_moving};
 
     fn target() -> Target {
         Target {

@@ -12,9 +12,9 @@ use tonic::{Request, Response, Status, Streaming};
 use crate::lifecycle::{
     ContainerView, Daemon, DaemonError, Event, EventKind, ManageRequest, PlaceTarget,
 };
-use crate::migrate::Mode;
-use crate::observe::SourceSpec;
 use crate::state::{Lifecycle, PredictionRecord};
+use placed_host::migrate::Mode;
+use placed_host::observe::SourceSpec;
 
 use super::convert;
 
@@ -88,7 +88,7 @@ fn container_pb(v: &ContainerView) -> pb::Container {
         cgroup: r.id.clone(),
         vcpus: u32::try_from(r.vcpus).unwrap_or(u32::MAX),
         vcpus_source: format!("{:?}", r.vcpus_source).to_lowercase(),
-        policy: Some(convert::policy_to_pb(&r.policy)),
+        policy: Some(placed_proto::convert::policy_to_pb(&r.policy)),
         state: convert::state(r.state) as i32,
         detail,
         placement_id,
@@ -231,7 +231,9 @@ impl Api {
         &self,
         _request: Request<pb::GetMachineRequest>,
     ) -> Result<Response<pb::Machine>, Status> {
-        Ok(Response::new(convert::machine(self.daemon()?.machine())))
+        Ok(Response::new(placed_proto::convert::machine(
+            self.daemon()?.machine(),
+        )))
     }
 
     async fn do_list_placements(
@@ -243,7 +245,7 @@ impl Api {
             return Err(Status::invalid_argument("vcpus must be at least 1"));
         }
         let set = self.daemon()?.placements(v as usize).map_err(status_of)?;
-        Ok(Response::new(convert::placements(&set)))
+        Ok(Response::new(placed_proto::convert::placements(&set)))
     }
 
     async fn do_list_containers(
@@ -278,8 +280,8 @@ impl Api {
         need_container(&r.container)?;
         let daemon = self.daemon()?;
         let goal = daemon_goal(daemon);
-        let policy =
-            convert::policy_from_pb(r.policy.as_ref(), goal).map_err(Status::invalid_argument)?;
+        let policy = placed_proto::convert::policy_from_pb(r.policy.as_ref(), goal)
+            .map_err(Status::invalid_argument)?;
         let metric = match &r.metric {
             Some(m) => metric_spec(m)?,
             None => None,
@@ -315,7 +317,7 @@ impl Api {
         let r = request.into_inner();
         need_container(&r.container)?;
         let daemon = self.daemon()?;
-        let policy = convert::policy_from_pb(r.policy.as_ref(), daemon_goal(daemon))
+        let policy = placed_proto::convert::policy_from_pb(r.policy.as_ref(), daemon_goal(daemon))
             .map_err(Status::invalid_argument)?;
         let rec = daemon
             .recommend(&r.container, policy)
@@ -346,11 +348,11 @@ impl Api {
                     "give either a placement_id or a policy, not both",
                 ));
             }
-            PlaceTarget::Policy(crate::policy::Policy::Pinned {
+            PlaceTarget::Policy(placed_core::policy::Policy::Pinned {
                 placement: r.placement_id,
             })
         } else {
-            match convert::policy_from_pb(r.policy.as_ref(), daemon_goal(daemon))
+            match placed_proto::convert::policy_from_pb(r.policy.as_ref(), daemon_goal(daemon))
                 .map_err(Status::invalid_argument)?
             {
                 Some(p) => PlaceTarget::Policy(p),

@@ -16,7 +16,6 @@ use tonic_health::ServingStatus;
 use tonic_health::server::HealthReporter;
 
 pub use api::{Api, status_of};
-pub use convert::{policy_from_pb, policy_to_pb};
 
 /// The service name health reports under (and "" for the whole server).
 pub const SERVICE: &str = "placed.v1.Placed";

@@ -10,9 +10,9 @@ mod store;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cpuset::{CpuSet, NodeSet};
-use crate::observe::SourceSpec;
-use crate::policy::Policy;
+use placed_core::cpuset::{CpuSet, NodeSet};
+use placed_core::policy::Policy;
+use placed_host::observe::SourceSpec;
 
 pub use store::{STATE_VERSION, StateError, StateStore};
 

@@ -179,8 +179,8 @@ fn migrate(version: u32, value: serde_json::Value) -> Result<serde_json::Value, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::Policy;
     use crate::state::{Assigned, ContainerRecord, Lifecycle, VcpuSource};
+    use placed_core::policy::Policy;
 
     fn sample() -> State {
         State {
@@ -205,7 +205,7 @@ mod tests {
                 }),
                 migration: None,
                 resume: None,
-                metric: Some(crate::observe::SourceSpec::Pushed { counter: false }),
+                metric: Some(placed_host::observe::SourceSpec::Pushed { counter: false }),
                 prediction: None,
                 updated_unix_ms: 1_700_000_000_000,
             }],

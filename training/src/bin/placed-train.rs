@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{Args, Parser};
-use placed::machine::{Machine, TopologySource};
-use placed::observe::Protocol;
-use placed::placement::important_placements;
+use placed_core::machine::{Machine, TopologySource};
+use placed_core::placement::important_placements;
+use placed_host::observe::Protocol;
 use placed_models::categories::CategoryParams;
 use placed_models::forest::ForestParams;
 use placed_models::{Dataset, TrainOptions, evaluate, fit};

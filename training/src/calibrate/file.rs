@@ -81,8 +81,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("m.json");
         std::fs::write(&path, f.to_json()).unwrap();
-        let m = placed::machine::Machine::load(
-            &placed::machine::TopologySource::Synthetic("numa:1 core:2 pu:1".into()),
+        let m = placed_core::machine::Machine::load(
+            &placed_core::machine::TopologySource::Synthetic("numa:1 core:2 pu:1".into()),
             Some(&path),
         )
         .unwrap();
@@ -103,8 +103,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("m.json");
         std::fs::write(&path, f.to_json()).unwrap();
-        placed::machine::Machine::load(
-            &placed::machine::TopologySource::Synthetic("pack:2 numa:1 core:2 pu:1".into()),
+        placed_core::machine::Machine::load(
+            &placed_core::machine::TopologySource::Synthetic("pack:2 numa:1 core:2 pu:1".into()),
             Some(&path),
         )
         .unwrap();

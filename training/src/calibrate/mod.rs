@@ -9,10 +9,10 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use placed::cpuset::{CpuSet, NodeSet};
-use placed::machine::{Machine, MachineError, TopologySource};
-use placed::observe::{ObserveError, ProcProbe, Protocol, Target};
-use placed::placement::important_placements;
+use placed_core::cpuset::{CpuSet, NodeSet};
+use placed_core::machine::{Machine, MachineError, TopologySource};
+use placed_core::placement::important_placements;
+use placed_host::observe::{ObserveError, ProcProbe, Protocol, Target};
 
 pub use self::file::{CalibrationFile, SetBandwidth};
 use crate::collect::{CgroupError, Job, Parent, Scratch};
@@ -294,9 +294,9 @@ fn bandwidth_once(
     };
     let mut running = stream.start(&launch)?;
     let probe = ProcProbe::new(Target::Cgroup(cgroup.dir().to_owned()), Some(cpus.clone()));
-    let outcome = placed::observe::block_on(async {
+    let outcome = placed_host::observe::block_on(async {
         tokio::select! {
-            m = placed::observe::measure(running.source(), &probe, protocol) => Some(m),
+            m = placed_host::observe::measure(running.source(), &probe, protocol) => Some(m),
             () = interrupt::wait() => None,
         }
     });

@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use placed::cgroup::{CgroupPath, Cgroups};
-use placed::cpuset::{CpuSet, NodeSet};
+use placed_core::cpuset::{CpuSet, NodeSet};
+use placed_host::cgroup::{CgroupPath, Cgroups};
 
 /// Prefix of every cgroup a collector creates; the rest is its pid.
 pub const PREFIX: &str = "placed-train-";
@@ -18,18 +18,18 @@ const DRAIN: Duration = Duration::from_secs(5);
 #[derive(Debug, thiserror::Error)]
 pub enum CgroupError {
     #[error("no usable cpuset hierarchy (run as root on a host with cpusets)")]
-    Detect(#[source] Box<placed::cgroup::Error>),
+    Detect(#[source] Box<placed_host::cgroup::Error>),
     #[error("cannot create cgroup {cgroup}")]
     Create {
         cgroup: String,
         #[source]
-        source: Box<placed::cgroup::Error>,
+        source: Box<placed_host::cgroup::Error>,
     },
     #[error("invalid cgroup name {name:?}")]
     Name {
         name: String,
         #[source]
-        source: placed::cgroup::BadPath,
+        source: placed_host::cgroup::BadPath,
     },
 }
 

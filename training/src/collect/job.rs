@@ -2,7 +2,7 @@
 //! protocol a metric source. The training workloads are the real thing; `selftest` is a
 //! tiny one that lets the collector be tested on its own.
 
-use placed::observe::AnySource;
+use placed_host::observe::AnySource;
 
 use crate::workloads::{Error, Launch, Running, Workload};
 

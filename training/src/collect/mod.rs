@@ -16,10 +16,10 @@ mod selftest;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use placed::cpuset::{CpuSet, NodeSet};
-use placed::machine::{Machine, MachineError, TopologySource};
-use placed::observe::{Measurement as Observed, ObserveError, ProcProbe, Protocol, Target};
-use placed::placement::{Placement, PlacementError, PlacementSet, important_placements};
+use placed_core::cpuset::{CpuSet, NodeSet};
+use placed_core::machine::{Machine, MachineError, TopologySource};
+use placed_core::placement::{Placement, PlacementError, PlacementSet, important_placements};
+use placed_host::observe::{Measurement as Observed, ObserveError, ProcProbe, Protocol, Target};
 use placed_models::Provenance;
 use placed_models::data::{
     DATA_FORMAT_VERSION, MachineHeader, Measurement, PlacementInfo, RunRecord,
@@ -371,9 +371,9 @@ fn measure_once(
         protocol.window = protocol.window.max(min);
     }
     protocol.window = longer_window(protocol.window, attempt);
-    let outcome = placed::observe::block_on(async {
+    let outcome = placed_host::observe::block_on(async {
         tokio::select! {
-            m = placed::observe::measure(running.source(), &probe, &protocol) => Some(m),
+            m = placed_host::observe::measure(running.source(), &probe, &protocol) => Some(m),
             () = interrupt::wait() => None,
         }
     });

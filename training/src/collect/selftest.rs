@@ -5,7 +5,7 @@
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use placed::observe::{AnySource, CommandConfig, CommandSource, Kind};
+use placed_host::observe::{AnySource, CommandConfig, CommandSource, Kind};
 
 use super::job::{Job, Started};
 use crate::workloads::{Error, Launch};

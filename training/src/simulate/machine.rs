@@ -2,8 +2,8 @@
 //! of resource it uses. Kept apart from `placed`'s types so that behaviours can be tested on
 //! hand-made placements; [`SimMachine::from_placed`] is the only bridge.
 
-use placed::machine::{Machine, Scope};
-use placed::placement::PlacementSet;
+use placed_core::machine::{Machine, Scope};
+use placed_core::placement::PlacementSet;
 
 use super::SimulateError;
 

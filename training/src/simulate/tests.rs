@@ -1,5 +1,5 @@
-use placed::machine::{Machine, TopologySource};
-use placed::placement::important_placements;
+use placed_core::machine::{Machine, TopologySource};
+use placed_core::placement::important_placements;
 use rand::SeedableRng;
 
 use super::behaviour::{Archetype, Span, Traits};

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use placed::observe::AnySource;
+use placed_host::observe::AnySource;
 
 pub mod external;
 pub mod kernels;

@@ -5,8 +5,8 @@ use std::io::Read;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use placed::cpuset::CpuSet;
-use placed::observe::{AnySource, Kind, Reporter, SourceSpec, block_on, pushed};
+use placed_core::cpuset::CpuSet;
+use placed_host::observe::{AnySource, Kind, Reporter, SourceSpec, block_on, pushed};
 
 use super::external::{Definition, Metric, Mode, Stream, Values, substitute, substitute_all};
 use super::launch::{self, Capture, Process};

@@ -1,0 +1,24 @@
+//! `placed-host`: everything `placed` does to and reads from the running host, on top of
+//! [`placed_core`]: cgroup cpusets, container discovery, memory migration, enactment and
+//! observation. No gRPC, no daemon state.
+//!
+//! # Layout
+//!
+//! - [`cgroup`]: cgroup cpusets v1 and v2 behind one interface rooted at a path: read and
+//!   write a cgroup's sets in an order the kernel accepts, freeze it with a guard that thaws.
+//! - [`containers`]: find a container's cgroup by name or id (Docker, containerd and
+//!   Kubernetes, podman, LXC, systemd units, plain cgroup paths) and list them.
+//! - [`migrate`]: move a container's memory to its new nodes (the kernel's cpuset path, or
+//!   parallel `move_pages` workers, frozen or throttled) and report what moved.
+//! - [`enact`]: put a container on a placement: resolve, write, migrate, verify through
+//!   `/proc`, roll back on failure; the API the daemon, `placectl move` and the training
+//!   collector call.
+//! - [`observe`]: how fast a container runs where it is: metric sources (pushed, Prometheus,
+//!   perf counters, an operator's command), the measurement protocol (warm-up, sub-windows,
+//!   median and interval, noise per window) and the ratio comparison of two placements.
+
+pub mod cgroup;
+pub mod containers;
+pub mod enact;
+pub mod migrate;
+pub mod observe;

@@ -1,0 +1,388 @@
+//! What `placectl` prints for the commands that talk to the daemon: status, containers,
+//! predict (a table and a bar chart), recommend, place, watch. JSON forms are documented
+//! in docs/cli-json.md.
+
+use std::fmt::Write;
+
+use placed_proto::v1 as pb;
+use serde_json::{Value, json};
+
+use super::table::Table;
+
+fn state_name(s: i32) -> &'static str {
+    match pb::ContainerState::try_from(s) {
+        Ok(pb::ContainerState::Discovered) => "discovered",
+        Ok(pb::ContainerState::Baseline) => "baseline",
+        Ok(pb::ContainerState::Probe) => "probe",
+        Ok(pb::ContainerState::Predicted) => "predicted",
+        Ok(pb::ContainerState::Placed) => "placed",
+        Ok(pb::ContainerState::Watched) => "watched",
+        Ok(pb::ContainerState::Waiting) => "waiting",
+        Ok(pb::ContainerState::Migrating) => "migrating",
+        Ok(pb::ContainerState::Failed) => "failed",
+        _ => "unknown",
+    }
+}
+
+fn provenance_name(p: i32) -> &'static str {
+    match pb::Provenance::try_from(p) {
+        Ok(pb::Provenance::Real) => "real",
+        Ok(pb::Provenance::VirtualMachine) => "virtual_machine",
+        Ok(pb::Provenance::Simulated) => "simulated",
+        _ => "unknown",
+    }
+}
+
+/// How a model's provenance must be shown: loudly unless measured on real hardware.
+fn provenance_banner(p: i32) -> Option<&'static str> {
+    match pb::Provenance::try_from(p) {
+        Ok(pb::Provenance::Simulated) => Some(
+            "SIMULATED: this model was trained on simulated data; its predictions are not real placement results",
+        ),
+        Ok(pb::Provenance::VirtualMachine) => Some(
+            "VIRTUAL MACHINE: this model was trained in a virtual machine; its timings say nothing about real hardware",
+        ),
+        _ => None,
+    }
+}
+
+pub fn policy_name(p: Option<&pb::Policy>) -> String {
+    let Some(p) = p else {
+        return "observe".into();
+    };
+    match pb::PolicyKind::try_from(p.kind) {
+        Ok(pb::PolicyKind::Observe) => "observe".into(),
+        Ok(pb::PolicyKind::Model) => format!("model (goal {})", p.goal),
+        Ok(pb::PolicyKind::Conservative) => "conservative".into(),
+        Ok(pb::PolicyKind::Aggressive) => "aggressive".into(),
+        Ok(pb::PolicyKind::SmartAggressive) => "smart-aggressive".into(),
+        Ok(pb::PolicyKind::Pinned) => format!("pinned:{}", p.placement_id),
+        // Daemons from before POLICY_KIND_OBSERVE sent observe as unset.
+        Ok(pb::PolicyKind::Unspecified) => "observe".into(),
+        Err(_) => format!("unknown ({})", p.kind),
+    }
+}
+
+pub fn render_status(s: &pb::Status) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "placed {}  up {} s", s.version, s.uptime_s);
+    let _ = writeln!(o, "Class       {}", s.fingerprint);
+    let _ = writeln!(o, "cgroups     {}", s.cgroup);
+    let _ = writeln!(o, "State file  {}", s.state_file);
+    let counts: Vec<String> = s
+        .containers
+        .iter()
+        .filter(|c| c.count > 0)
+        .map(|c| format!("{} {}", c.count, state_name(c.state)))
+        .collect();
+    let _ = writeln!(
+        o,
+        "Containers  {}",
+        if counts.is_empty() {
+            "none".into()
+        } else {
+            counts.join(", ")
+        }
+    );
+    if s.models.is_empty() {
+        let _ = writeln!(
+            o,
+            "Models      none: train one with `{}` (DIR: the daemon's daemon.model_dir)",
+            placed_models::train_command("N", "DIR")
+        );
+    } else {
+        let _ = writeln!(o, "\nModels");
+        let mut t = Table::new(["ID", "VCPUS", "DATA", "PATH"]).right(1);
+        for m in &s.models {
+            t.row([
+                m.id.clone(),
+                m.vcpus.to_string(),
+                provenance_name(m.provenance).into(),
+                m.path.clone(),
+            ]);
+        }
+        o.push_str(&t.render("  "));
+    }
+    for w in &s.warnings {
+        let _ = writeln!(o, "warning: {w}");
+    }
+    o
+}
+
+pub fn status_json(s: &pb::Status) -> Value {
+    json!({
+        "schema": "placed.status/v1",
+        "version": s.version,
+        "fingerprint": s.fingerprint,
+        "uptime_s": s.uptime_s,
+        "cgroup": s.cgroup,
+        "state_file": s.state_file,
+        "containers": s.containers.iter()
+            .map(|c| (state_name(c.state).to_owned(), json!(c.count)))
+            .collect::<serde_json::Map<_, _>>(),
+        "models": s.models.iter().map(|m| json!({
+            "id": m.id, "vcpus": m.vcpus, "provenance": provenance_name(m.provenance), "path": m.path,
+        })).collect::<Vec<_>>(),
+        "warnings": s.warnings,
+    })
+}
+
+pub fn render_containers(cs: &[pb::Container]) -> String {
+    if cs.is_empty() {
+        return "placed manages no container (placectl manage <container> takes one over)\n".into();
+    }
+    let mut t = Table::new([
+        "NAME",
+        "RUNTIME",
+        "VCPUS",
+        "POLICY",
+        "STATE",
+        "PLACEMENT",
+        "CPUS",
+        "MEMS",
+        "DETAIL",
+    ])
+    .right(2);
+    for c in cs {
+        t.row([
+            c.name.clone(),
+            c.runtime.clone(),
+            c.vcpus.to_string(),
+            policy_name(c.policy.as_ref()),
+            state_name(c.state).into(),
+            if c.placement_id.is_empty() {
+                "-".into()
+            } else {
+                c.placement_id.clone()
+            },
+            c.cpus.clone(),
+            c.mems.clone(),
+            c.detail.clone(),
+        ]);
+    }
+    t.render("")
+}
+
+pub fn container_json(c: &pb::Container) -> Value {
+    json!({
+        "id": c.id, "name": c.name, "runtime": c.runtime, "cgroup": c.cgroup,
+        "vcpus": c.vcpus, "vcpus_source": c.vcpus_source,
+        "policy": policy_name(c.policy.as_ref()),
+        "state": state_name(c.state), "detail": c.detail,
+        "placement": if c.placement_id.is_empty() { Value::Null } else { json!(c.placement_id) },
+        "cpus": c.cpus, "mems": c.mems, "units": c.units, "model_id": c.model_id,
+        "updated_unix_ms": c.updated_unix_ms,
+    })
+}
+
+pub fn containers_json(cs: &[pb::Container]) -> Value {
+    json!({
+        "schema": "placed.containers/v1",
+        "containers": cs.iter().map(container_json).collect::<Vec<_>>(),
+    })
+}
+
+/// The predicted performance per placement as a table with a bar chart: one bar per
+/// placement, scaled to the best, marked where it was measured and where it is now.
+pub fn render_prediction(p: &pb::Prediction, current: Option<&str>) -> String {
+    let mut o = String::new();
+    if let Some(b) = provenance_banner(p.provenance) {
+        let _ = writeln!(o, "{b}\n");
+    }
+    let _ = writeln!(
+        o,
+        "Container   {} ({} vCPUs)\nModel       {} (trained on {} data)",
+        p.container,
+        p.vcpus,
+        p.model_id,
+        provenance_name(p.provenance)
+    );
+    let _ = writeln!(o, "\nObserved");
+    let mut t = Table::new([
+        "PLACEMENT",
+        "ROLE",
+        "MEDIAN",
+        "95% INTERVAL",
+        "WINDOWS",
+        "SOURCE",
+    ])
+    .right(2)
+    .right(4);
+    for obs in &p.observations {
+        let role = if obs.placement_id == p.baseline_id {
+            "baseline"
+        } else {
+            "probe"
+        };
+        t.row([
+            obs.placement_id.clone(),
+            role.into(),
+            format!("{:.4}", obs.value),
+            format!("{:.4} - {:.4}", obs.low, obs.high),
+            format!("{} ({} dropped)", obs.windows, obs.dropped_windows),
+            obs.unit.clone(),
+        ]);
+    }
+    o.push_str(&t.render("  "));
+    let _ = writeln!(o, "\nPredicted, relative to the baseline (x1.00)");
+    let best = p
+        .placements
+        .iter()
+        .map(|x| x.relative)
+        .fold(0.0_f64, f64::max)
+        .max(1e-9);
+    const WIDTH: usize = 30;
+    let mut t = Table::new(["PLACEMENT", "PERF", "+-", "", ""])
+        .right(1)
+        .right(2);
+    for x in &p.placements {
+        let filled = ((x.relative / best) * WIDTH as f64)
+            .round()
+            .clamp(0.0, WIDTH as f64);
+        // Truncation is intended: a bar length in characters.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let filled = filled as usize;
+        let mut marks = Vec::new();
+        if x.placement_id == p.baseline_id {
+            marks.push("measured (baseline)");
+        } else if x.placement_id == p.probe_id {
+            marks.push("measured (probe)");
+        }
+        if current == Some(x.placement_id.as_str()) {
+            marks.push("<- now");
+        }
+        t.row([
+            x.placement_id.clone(),
+            format!("x{:.2}", x.relative),
+            format!("{:.2}", x.spread),
+            format!("{}{}", "#".repeat(filled), ".".repeat(WIDTH - filled)),
+            marks.join(", "),
+        ]);
+    }
+    o.push_str(&t.render("  "));
+    for w in &p.warnings {
+        let _ = writeln!(o, "warning: {w}");
+    }
+    o
+}
+
+pub fn prediction_json(p: &pb::Prediction) -> Value {
+    json!({
+        "schema": "placed.prediction/v1",
+        "container": p.container,
+        "vcpus": p.vcpus,
+        "model_id": p.model_id,
+        "provenance": provenance_name(p.provenance),
+        "baseline": p.baseline_id,
+        "probe": p.probe_id,
+        "observations": p.observations.iter().map(|o| json!({
+            "placement": o.placement_id, "value": o.value, "low": o.low, "high": o.high,
+            "source": o.unit, "windows": o.windows, "dropped_windows": o.dropped_windows,
+        })).collect::<Vec<_>>(),
+        "placements": p.placements.iter().map(|x| json!({
+            "placement": x.placement_id, "relative": x.relative, "spread": x.spread,
+        })).collect::<Vec<_>>(),
+        "warnings": p.warnings,
+    })
+}
+
+pub fn render_recommendation(r: &pb::Recommendation) -> String {
+    let target = if r.placement_id.is_empty() {
+        format!("unpinned (cpus {}, mems {})", r.cpus, r.mems)
+    } else {
+        format!("{} (cpus {}, mems {})", r.placement_id, r.cpus, r.mems)
+    };
+    let mut o = format!("{}: {target}\n", r.container);
+    if r.predicted_relative > 0.0 {
+        let _ = writeln!(o, "predicted x{:.2} of the baseline", r.predicted_relative);
+    }
+    let _ = writeln!(
+        o,
+        "{}: {}",
+        if r.would_move {
+            "would move"
+        } else {
+            "would stay"
+        },
+        r.reason
+    );
+    o
+}
+
+pub fn recommendation_json(r: &pb::Recommendation) -> Value {
+    json!({
+        "schema": "placed.recommendation/v1",
+        "container": r.container,
+        "placement": if r.placement_id.is_empty() { Value::Null } else { json!(r.placement_id) },
+        "cpus": r.cpus, "mems": r.mems,
+        "predicted_relative": if r.predicted_relative > 0.0 { json!(r.predicted_relative) } else { Value::Null },
+        "would_move": r.would_move,
+        "reason": r.reason,
+    })
+}
+
+pub fn render_place(r: &pb::PlaceResponse) -> String {
+    let target = if r.placement_id.is_empty() {
+        "unpinned".to_owned()
+    } else {
+        r.placement_id.clone()
+    };
+    if r.moved {
+        format!(
+            "{} moved to {target}: cpus {}, mems {} ({} bytes migrated in {} ms)\n{}\n",
+            r.container, r.cpus, r.mems, r.bytes_moved, r.duration_ms, r.reason
+        )
+    } else {
+        format!("{} not moved: {}\n", r.container, r.reason)
+    }
+}
+
+pub fn place_json(r: &pb::PlaceResponse) -> Value {
+    json!({
+        "schema": "placed.place/v1",
+        "container": r.container,
+        "placement": if r.placement_id.is_empty() { Value::Null } else { json!(r.placement_id) },
+        "cpus": r.cpus, "mems": r.mems, "moved": r.moved,
+        "bytes_moved": r.bytes_moved, "duration_ms": r.duration_ms, "reason": r.reason,
+    })
+}
+
+fn kind_name(k: i32) -> &'static str {
+    match pb::EventKind::try_from(k) {
+        Ok(pb::EventKind::Discovered) => "discovered",
+        Ok(pb::EventKind::State) => "state",
+        Ok(pb::EventKind::Predicted) => "predicted",
+        Ok(pb::EventKind::MigrationStarted) => "migration-started",
+        Ok(pb::EventKind::MigrationFinished) => "migration-finished",
+        Ok(pb::EventKind::Vanished) => "vanished",
+        Ok(pb::EventKind::Error) => "error",
+        _ => "unknown",
+    }
+}
+
+pub fn render_event(e: &pb::Event) -> String {
+    format!(
+        "{} {} {} [{}] {}{}\n",
+        e.unix_ms,
+        e.container,
+        kind_name(e.kind),
+        state_name(e.state),
+        e.message,
+        if e.placement_id.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", e.placement_id)
+        }
+    )
+}
+
+/// One JSON line per event.
+pub fn event_json(e: &pb::Event) -> Value {
+    json!({
+        "schema": "placed.event/v1",
+        "unix_ms": e.unix_ms, "container": e.container, "kind": kind_name(e.kind),
+        "state": state_name(e.state),
+        "placement": if e.placement_id.is_empty() { Value::Null } else { json!(e.placement_id) },
+        "message": e.message,
+    })
+}

@@ -1,0 +1,541 @@
+//! `placectl`: the operator's command line for placed.
+//!
+//! Parses flags and calls into the library; everything it prints comes from `placectl::cli`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use placed_proto::v1 as pb;
+
+use placectl::cli::{self, Exit};
+use placectl::client::{self, Target};
+use placed_core::machine::{Machine, TopologySource};
+use placed_core::placement;
+use placed_core::policy::Policy;
+use placed_host::enact::Host;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "placectl",
+    version,
+    about = "Inspect and drive placed, the NUMA placement daemon",
+    after_help = "Exit status: 0 success, 1 a clean \"no\" answer, 2 bad input or failure."
+)]
+struct Cli {
+    /// Print JSON (schemas in docs/cli-json.md) instead of tables.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(flatten)]
+    daemon: DaemonArgs,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Where the daemon is, for the commands that talk to it.
+#[derive(Args, Debug)]
+struct DaemonArgs {
+    /// The daemon's Unix socket.
+    #[arg(long, global = true, env = "PLACED_SOCKET", default_value = client::DEFAULT_SOCKET, value_name = "PATH")]
+    socket: PathBuf,
+    /// A remote daemon over TCP with TLS, e.g. https://host:7443 (instead of the socket).
+    #[arg(long, global = true, value_name = "URL", requires = "ca")]
+    addr: Option<String>,
+    /// CA certificate (PEM) the remote daemon's certificate is checked against.
+    #[arg(long, global = true, value_name = "FILE")]
+    ca: Option<PathBuf>,
+    /// Client certificate and key (PEM), when the daemon requires one.
+    #[arg(long, global = true, value_name = "FILE", requires = "key")]
+    cert: Option<PathBuf>,
+    #[arg(long, global = true, value_name = "FILE", requires = "cert")]
+    key: Option<PathBuf>,
+}
+
+impl DaemonArgs {
+    fn target(&self) -> Target {
+        match (&self.addr, &self.ca) {
+            (Some(url), Some(ca)) => Target::Tls {
+                url: url.clone(),
+                ca: ca.clone(),
+                identity: self.cert.clone().zip(self.key.clone()),
+            },
+            _ => Target::Unix(self.socket.clone()),
+        }
+    }
+}
+
+/// A policy as typed: a name and, for the model policy, a goal.
+#[derive(Args, Debug)]
+struct PolicyArgs {
+    /// observe, model, conservative, aggressive, smart-aggressive, or pinned:<placement id>.
+    #[arg(long, value_name = "POLICY")]
+    policy: Option<String>,
+    /// The model policy's goal: fraction of baseline performance to keep, in (0, 2].
+    #[arg(long, value_name = "G", requires = "policy")]
+    goal: Option<f64>,
+}
+
+impl PolicyArgs {
+    fn to_pb(&self) -> Result<Option<pb::Policy>, placed_core::policy::PolicyError> {
+        let Some(name) = &self.policy else {
+            return Ok(None);
+        };
+        // The daemon fills in its configured goal when none is given (goal 0).
+        let goal = self.goal.unwrap_or(0.9);
+        let policy = Policy::parse(name, goal)?;
+        let mut pb = placed_proto::convert::policy_to_pb(&policy);
+        if self.goal.is_none() {
+            pb.goal = 0.0;
+        }
+        Ok(Some(pb))
+    }
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Show a machine's topology summary and scheduling concerns (no daemon needed).
+    Topology {
+        #[command(flatten)]
+        machine: MachineArgs,
+    },
+    /// List the important placements for a container of N vCPUs (no daemon needed).
+    Placements {
+        /// vCPUs of the container.
+        #[arg(long, short = 'v')]
+        vcpus: usize,
+        #[command(flatten)]
+        machine: MachineArgs,
+    },
+    /// Put a container on CPUs and memory nodes of this host, bringing its memory along.
+    Move(cli::MoveArgs),
+    /// Show a container's cpuset, tasks and memory per NUMA node.
+    Inspect {
+        /// The container (same forms as for `move`).
+        container: String,
+    },
+    /// List the containers the daemon manages; with --host, every container of this host
+    /// (Docker, containerd/Kubernetes, CRI-O, podman, LXC, systemd units), no daemon needed.
+    Containers {
+        #[arg(long)]
+        host: bool,
+    },
+    /// The daemon's state: machine class, containers per state, models.
+    Status,
+    /// Hand a container to the daemon, or change how it manages it.
+    Manage {
+        container: String,
+        /// vCPUs; default: from the container's CPU quota, else its cpuset.
+        #[arg(long)]
+        vcpus: Option<u32>,
+        #[command(flatten)]
+        policy: PolicyArgs,
+        /// How to observe it: `pushed`, `perf`, `ipc`, `prometheus URL SELECTOR` or
+        /// `command PROGRAM ARGS...`.
+        #[arg(long, value_name = "SPEC")]
+        metric: Option<String>,
+    },
+    /// Predicted performance of a container in every important placement, with the
+    /// observations and the model behind it.
+    Predict { container: String },
+    /// What a policy would choose for a container, without moving it. Exit 1 when it would
+    /// stay where it is.
+    Recommend {
+        container: String,
+        #[command(flatten)]
+        policy: PolicyArgs,
+    },
+    /// Move a container now: to a placement, or where a policy says.
+    Place {
+        container: String,
+        /// An important placement id (placectl placements --vcpus N lists them).
+        #[arg(long, conflicts_with = "policy")]
+        placement: Option<String>,
+        #[command(flatten)]
+        policy: PolicyArgs,
+        /// How memory follows: kernel, fast or throttled (default: the daemon's config).
+        #[arg(long, value_name = "MODE")]
+        migrate: Option<String>,
+    },
+    /// Stream lifecycle events until interrupted.
+    Watch { container: Option<String> },
+    /// Push performance samples for a container (values as arguments, else one per line on
+    /// stdin).
+    Report { container: String, values: Vec<f64> },
+}
+
+/// Which machine: this host by default.
+#[derive(Args, Debug)]
+struct MachineArgs {
+    /// An hwloc XML topology file (format v1 or v2) instead of this host.
+    #[arg(long, value_name = "FILE", conflicts_with = "synthetic")]
+    topology: Option<PathBuf>,
+    /// An hwloc synthetic description, e.g. "pack:4 numa:1 l3:1 core:12 pu:2".
+    #[arg(long, value_name = "DESCRIPTION")]
+    synthetic: Option<String>,
+    /// A machine file (JSON) adding measured interconnect bandwidth or concern overrides.
+    #[arg(long, value_name = "FILE")]
+    machine_file: Option<PathBuf>,
+}
+
+impl MachineArgs {
+    fn load(&self) -> Result<Machine, placed_core::machine::MachineError> {
+        let source = match (&self.topology, &self.synthetic) {
+            (Some(p), _) => TopologySource::XmlFile(p.clone()),
+            (None, Some(s)) => TopologySource::Synthetic(s.clone()),
+            (None, None) => TopologySource::Host,
+        };
+        Machine::load(&source, self.machine_file.as_deref())
+    }
+}
+
+fn json_text(v: &impl serde::Serialize) -> Result<String, serde_json::Error> {
+    serde_json::to_string_pretty(v).map(|mut s| {
+        s.push('\n');
+        s
+    })
+}
+
+fn run(cli: Cli) -> Result<Exit, Box<dyn std::error::Error>> {
+    match cli.command {
+        Command::Topology { machine } => {
+            let m = machine.load()?;
+            let summary = m.summary();
+            let text = if cli.json {
+                json_text(&summary)?
+            } else {
+                cli::render_topology(&summary)
+            };
+            Ok(cli::emit(&text))
+        }
+        Command::Placements { vcpus, machine } => {
+            let m = machine.load()?;
+            let set = placement::important_placements(&m, vcpus)?;
+            let text = if cli.json {
+                json_text(&cli::placements_json(&m, &set))?
+            } else {
+                cli::render_placements(&m, &set)
+            };
+            Ok(cli::emit(&text))
+        }
+        Command::Move(args) => {
+            let mode = args.mode()?;
+            let host = Host::detect()?;
+            let container = host.resolve(&args.container)?;
+            // Ctrl-C stops the move in good order (thawed, cpuset settled), never halfway.
+            let report =
+                cli::enact::apply_interruptibly(&host, &container, &args.cpus, &args.mems, &mode)?;
+            let text = if cli.json {
+                json_text(&cli::move_json(&report))?
+            } else {
+                cli::render_move(&report)
+            };
+            Ok(cli::emit(&text))
+        }
+        Command::Inspect { container } => {
+            let host = Host::detect()?;
+            let inspection = host.inspect(&host.resolve(&container)?)?;
+            let text = if cli.json {
+                json_text(&cli::inspect_json(&inspection))?
+            } else {
+                cli::render_inspect(&inspection)
+            };
+            Ok(cli::emit(&text))
+        }
+        Command::Containers { host: true } => {
+            let list = Host::detect()?.list()?;
+            let text = if cli.json {
+                json_text(&cli::containers_json(&list))?
+            } else {
+                cli::render_containers(&list)
+            };
+            Ok(cli::emit(&text))
+        }
+        command => {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            runtime.block_on(remote(command, cli.json, &cli.daemon))
+        }
+    }
+}
+
+/// A gRPC status as one line: the daemon's message and the code.
+#[derive(Debug)]
+struct Failed(tonic::Status);
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({:?})", self.0.message(), self.0.code())
+    }
+}
+
+impl std::error::Error for Failed {}
+
+/// The commands that talk to the daemon.
+async fn remote(
+    command: Command,
+    json: bool,
+    daemon: &DaemonArgs,
+) -> Result<Exit, Box<dyn std::error::Error>> {
+    let mut c = client::connect(&daemon.target()).await?;
+    let out =
+        |value: serde_json::Value, text: String| -> Result<Exit, Box<dyn std::error::Error>> {
+            Ok(cli::emit(&if json { json_text(&value)? } else { text }))
+        };
+    match command {
+        Command::Status => {
+            let s = c
+                .get_status(pb::GetStatusRequest {})
+                .await
+                .map_err(Failed)?
+                .into_inner();
+            out(cli::daemon::status_json(&s), cli::daemon::render_status(&s))
+        }
+        Command::Containers { .. } => {
+            let r = c
+                .list_containers(pb::ListContainersRequest {})
+                .await
+                .map_err(Failed)?
+                .into_inner();
+            out(
+                cli::daemon::containers_json(&r.containers),
+                cli::daemon::render_containers(&r.containers),
+            )
+        }
+        Command::Manage {
+            container,
+            vcpus,
+            policy,
+            metric,
+        } => {
+            let metric = metric.map(|m| parse_metric(&m)).transpose()?;
+            let r = c
+                .manage(pb::ManageRequest {
+                    container,
+                    vcpus: vcpus.unwrap_or(0),
+                    policy: policy.to_pb()?,
+                    metric,
+                })
+                .await
+                .map_err(Failed)?
+                .into_inner();
+            out(
+                cli::daemon::container_json(&r),
+                cli::daemon::render_containers(std::slice::from_ref(&r)),
+            )
+        }
+        Command::Predict { container } => {
+            let p = c
+                .predict(pb::PredictRequest {
+                    container: container.clone(),
+                })
+                .await
+                .map_err(Failed)?
+                .into_inner();
+            let now = c
+                .get_container(pb::GetContainerRequest { container })
+                .await
+                .ok()
+                .map(|r| r.into_inner().placement_id);
+            out(
+                cli::daemon::prediction_json(&p),
+                cli::daemon::render_prediction(&p, now.as_deref()),
+            )
+        }
+        Command::Recommend { container, policy } => {
+            let r = c
+                .recommend(pb::RecommendRequest {
+                    container,
+                    policy: policy.to_pb()?,
+                })
+                .await
+                .map_err(Failed)?
+                .into_inner();
+            let code = out(
+                cli::daemon::recommendation_json(&r),
+                cli::daemon::render_recommendation(&r),
+            )?;
+            Ok(if code == Exit::Success && !r.would_move {
+                Exit::No
+            } else {
+                code
+            })
+        }
+        Command::Place {
+            container,
+            placement,
+            policy,
+            migrate,
+        } => {
+            let migration = match migrate.as_deref() {
+                None => pb::MigrationMode::Unspecified,
+                Some("kernel") => pb::MigrationMode::Kernel,
+                Some("fast") => pb::MigrationMode::Fast,
+                Some("throttled") => pb::MigrationMode::Throttled,
+                Some(other) => {
+                    return Err(
+                        format!("--migrate {other}: expected kernel, fast or throttled").into(),
+                    );
+                }
+            };
+            let r = c
+                .place(pb::PlaceRequest {
+                    container,
+                    placement_id: placement.unwrap_or_default(),
+                    policy: policy.to_pb()?,
+                    migration: migration as i32,
+                })
+                .await
+                .map_err(Failed)?
+                .into_inner();
+            out(cli::daemon::place_json(&r), cli::daemon::render_place(&r))
+        }
+        Command::Watch { container } => {
+            let mut stream = c
+                .watch(pb::WatchRequest {
+                    container: container.unwrap_or_default(),
+                })
+                .await
+                .map_err(Failed)?
+                .into_inner();
+            loop {
+                let next = tokio::select! {
+                    m = stream.message() => m.map_err(Failed)?,
+                    _ = tokio::signal::ctrl_c() => return Ok(Exit::Success),
+                };
+                let Some(e) = next else {
+                    return Ok(Exit::Success);
+                };
+                let line = if json {
+                    let mut s = serde_json::to_string(&cli::daemon::event_json(&e))?;
+                    s.push('\n');
+                    s
+                } else {
+                    cli::daemon::render_event(&e)
+                };
+                if cli::emit(&line) != Exit::Success {
+                    return Ok(Exit::Error);
+                }
+            }
+        }
+        Command::Report { container, values } => {
+            let samples: Vec<pb::MetricSample> = if values.is_empty() {
+                let mut v = Vec::new();
+                for line in std::io::stdin().lines() {
+                    let line = line?;
+                    let t = line.trim();
+                    if t.is_empty() {
+                        continue;
+                    }
+                    let value: f64 = t
+                        .parse()
+                        .map_err(|_| format!("stdin: {t:?} is not a number"))?;
+                    v.push(sample(&container, value));
+                }
+                v
+            } else {
+                values.iter().map(|&x| sample(&container, x)).collect()
+            };
+            let r = c
+                .report_metric(tokio_stream::iter(samples))
+                .await
+                .map_err(Failed)?
+                .into_inner();
+            let text = format!(
+                "{} accepted, {} rejected{}\n",
+                r.accepted,
+                r.rejected,
+                if r.last_error.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (last: {})", r.last_error)
+                }
+            );
+            let code = out(
+                serde_json::json!({"schema": "placed.report/v1", "accepted": r.accepted, "rejected": r.rejected, "last_error": r.last_error}),
+                text,
+            )?;
+            if r.rejected > 0 {
+                return Err(format!(
+                    "{} of {} samples rejected: {}",
+                    r.rejected,
+                    r.accepted + r.rejected,
+                    r.last_error
+                )
+                .into());
+            }
+            Ok(code)
+        }
+        Command::Topology { .. }
+        | Command::Placements { .. }
+        | Command::Move(_)
+        | Command::Inspect { .. } => Err("not a daemon command".into()),
+    }
+}
+
+fn sample(container: &str, value: f64) -> pb::MetricSample {
+    pb::MetricSample {
+        container: container.to_owned(),
+        value,
+        unix_ms: 0,
+    }
+}
+
+/// `pushed`, `perf`, `ipc`, `prometheus URL SELECTOR`, `command PROGRAM ARGS...`.
+fn parse_metric(spec: &str) -> Result<pb::MetricSpec, String> {
+    use pb::metric_spec::Source;
+    let mut words = spec.split_whitespace();
+    let source = match words.next() {
+        Some("pushed") => Source::PushedUnit(String::new()),
+        Some("perf") => Source::Perf("instructions".into()),
+        Some("ipc") => Source::Perf("ipc".into()),
+        Some("prometheus") => {
+            let (Some(url), Some(selector)) = (words.next(), words.next()) else {
+                return Err("--metric prometheus needs a URL and a selector: prometheus http://host:9100/metrics 'ops_total{job=\"api\"}'".into());
+            };
+            Source::Prometheus(pb::PrometheusMetric {
+                url: url.into(),
+                selector: selector.into(),
+            })
+        }
+        Some("command") => {
+            let rest: Vec<&str> = words.collect();
+            if rest.is_empty() {
+                return Err("--metric command needs a program".into());
+            }
+            Source::Command(rest.join(" "))
+        }
+        _ => {
+            return Err(format!(
+                "--metric {spec:?}: expected pushed, perf, ipc, prometheus URL SELECTOR, or command PROGRAM ARGS..."
+            ));
+        }
+    };
+    Ok(pb::MetricSpec {
+        source: Some(source),
+    })
+}
+
+fn main() -> std::process::ExitCode {
+    // SAFETY: first statement of main, before any thread exists.
+    unsafe { placed_core::machine::quiet_hwloc() };
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // --help and --version are successes; usage errors exit 2 like every other error.
+            let _ = e.print();
+            return if e.use_stderr() {
+                Exit::Error
+            } else {
+                Exit::Success
+            }
+            .into();
+        }
+    };
+    match run(cli) {
+        Ok(code) => code.into(),
+        Err(e) => {
+            eprintln!("placectl: error: {}", cli::error_line(e.as_ref()));
+            Exit::Error.into()
+        }
+    }
+}

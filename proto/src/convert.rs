@@ -1,0 +1,169 @@
+//! Core values (machine, placements, policies) to placed.v1 messages and back, shared by
+//! the daemon's service and `placectl`. The daemon's own types are converted in its service.
+
+use crate::v1 as pb;
+
+use placed_core::machine::{InterconnectSource, Machine, Scope};
+use placed_core::placement::PlacementSet;
+use placed_core::policy::Policy;
+
+pub fn machine(m: &Machine) -> pb::Machine {
+    pb::Machine {
+        fingerprint: m.fingerprint().to_owned(),
+        source: m.source.clone(),
+        cpu_model: m.cpu_model.clone().unwrap_or_default(),
+        usable_pus: m.pus.usable.to_string(),
+        allocation_unit: m.unit_level().name.clone(),
+        units: m
+            .units
+            .iter()
+            .map(|u| pb::Unit {
+                cpus: u.cpus.to_string(),
+                mems: u.mems.to_string(),
+            })
+            .collect(),
+        concerns: m
+            .concerns
+            .iter()
+            .map(|c| {
+                let (lo, hi) = c.capacity.unwrap_or((0, 0));
+                pb::Concern {
+                    name: c.name.clone(),
+                    title: c.title.clone(),
+                    scope: match c.scope {
+                        Scope::Unit { .. } => "unit",
+                        Scope::Above { .. } => "above",
+                        Scope::Below { .. } => "below",
+                        Scope::Interconnect => "interconnect",
+                        Scope::NodeWeights { .. } => "node_weights",
+                    }
+                    .into(),
+                    count: u32::try_from(c.count).unwrap_or(u32::MAX),
+                    capacity_min: u32::try_from(lo).unwrap_or(u32::MAX),
+                    capacity_max: u32::try_from(hi).unwrap_or(u32::MAX),
+                    lower_cost: c.lower_cost,
+                    lower_can_raise_perf: c.lower_can_raise_perf,
+                    score: c.score.clone(),
+                }
+            })
+            .collect(),
+        interconnect: match &m.interconnect.source {
+            InterconnectSource::Distances { matrix } => format!("distances ({matrix})"),
+            InterconnectSource::Uniform => "uniform (no distance matrix)".into(),
+            InterconnectSource::Measured { unit } => format!("measured ({unit})"),
+        },
+        notes: m.notes.clone(),
+    }
+}
+
+pub fn placements(set: &PlacementSet) -> pb::ListPlacementsResponse {
+    let (exact, bound) = match &set.search {
+        placed_core::placement::Search::Exact { .. } => (true, String::new()),
+        placed_core::placement::Search::Bounded { bound } => (false, bound.clone()),
+    };
+    pb::ListPlacementsResponse {
+        vcpus: u32::try_from(set.vcpus).unwrap_or(u32::MAX),
+        concerns: set.concerns.clone(),
+        placements: set
+            .placements
+            .iter()
+            .map(|p| pb::Placement {
+                id: p.id.clone(),
+                units: p
+                    .units
+                    .iter()
+                    .map(|&u| u32::try_from(u).unwrap_or(u32::MAX))
+                    .collect(),
+                cpus: p.cpus.to_string(),
+                mems: p.mems.to_string(),
+                scores: p.scores.iter().map(|&s| s as f64 / 1000.0).collect(),
+            })
+            .collect(),
+        exact,
+        bound,
+        fingerprint: set.fingerprint.clone(),
+    }
+}
+
+pub fn policy_to_pb(p: &Policy) -> pb::Policy {
+    let (kind, goal, placement_id) = match p {
+        Policy::Observe => (pb::PolicyKind::Observe, 0.0, String::new()),
+        Policy::Model { goal } => (pb::PolicyKind::Model, *goal, String::new()),
+        Policy::Conservative => (pb::PolicyKind::Conservative, 0.0, String::new()),
+        Policy::Aggressive => (pb::PolicyKind::Aggressive, 0.0, String::new()),
+        Policy::SmartAggressive => (pb::PolicyKind::SmartAggressive, 0.0, String::new()),
+        Policy::Pinned { placement } => (pb::PolicyKind::Pinned, 0.0, placement.clone()),
+    };
+    pb::Policy {
+        kind: kind as i32,
+        goal,
+        placement_id,
+    }
+}
+
+/// A policy from a request; `None` when the request leaves it unset. Goals are checked by
+/// [`Policy::validate`], so an out-of-range goal is INVALID_ARGUMENT, not a silent default.
+pub fn policy_from_pb(p: Option<&pb::Policy>, default_goal: f64) -> Result<Option<Policy>, String> {
+    let Some(p) = p else { return Ok(None) };
+    let kind =
+        pb::PolicyKind::try_from(p.kind).map_err(|_| format!("unknown policy kind {}", p.kind))?;
+    let policy = match kind {
+        pb::PolicyKind::Unspecified => return Ok(None),
+        pb::PolicyKind::Observe => Policy::Observe,
+        pb::PolicyKind::Model => Policy::Model {
+            goal: if p.goal == 0.0 { default_goal } else { p.goal },
+        },
+        pb::PolicyKind::Conservative => Policy::Conservative,
+        pb::PolicyKind::Aggressive => Policy::Aggressive,
+        pb::PolicyKind::SmartAggressive => Policy::SmartAggressive,
+        pb::PolicyKind::Pinned => {
+            if p.placement_id.is_empty() {
+                return Err("a pinned policy needs a placement_id".into());
+            }
+            Policy::Pinned {
+                placement: p.placement_id.clone(),
+            }
+        }
+    };
+    policy.validate().map_err(|e| e.to_string())?;
+    Ok(Some(policy))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_policy_survives_the_round_trip_and_unspecified_means_unset() {
+        for p in [
+            Policy::Observe,
+            Policy::Model { goal: 0.8 },
+            Policy::Conservative,
+            Policy::Aggressive,
+            Policy::SmartAggressive,
+            Policy::Pinned {
+                placement: "numa2".into(),
+            },
+        ] {
+            let wire = policy_to_pb(&p);
+            assert_ne!(
+                wire.kind,
+                pb::PolicyKind::Unspecified as i32,
+                "{p:?} must be expressible on the wire"
+            );
+            assert_eq!(policy_from_pb(Some(&wire), 0.9), Ok(Some(p)));
+        }
+        let unset = pb::Policy::default();
+        assert_eq!(policy_from_pb(Some(&unset), 0.9), Ok(None));
+        assert_eq!(policy_from_pb(None, 0.9), Ok(None));
+        // The model policy with goal 0 takes the daemon's goal.
+        let model = pb::Policy {
+            kind: pb::PolicyKind::Model as i32,
+            ..Default::default()
+        };
+        assert_eq!(
+            policy_from_pb(Some(&model), 0.7),
+            Ok(Some(Policy::Model { goal: 0.7 }))
+        );
+    }
+}
