@@ -154,6 +154,8 @@ pub(crate) struct Inner {
     /// Migration throughput assumed for the move-or-not rule until a move measures it.
     migration_bytes_per_s: Mutex<f64>,
     pub warnings: Mutex<Vec<String>>,
+    /// Tests only: where migrations wait ([`placed_host::migrate::HoldPoint`]).
+    pub migration_hold: Option<placed_host::migrate::HoldPoint>,
 }
 
 /// A handle to the running daemon; cheap to clone.
@@ -188,6 +190,14 @@ impl Daemon {
                 "no hardware performance counters here: containers need a metric source (pushed, Prometheus or command) for the model policy".to_owned(),
             );
         }
+        let migration_hold = placed_host::migrate::HoldPoint::from_env();
+        if let Some(h) = &migration_hold {
+            tracing::warn!(
+                release = %h.release.display(),
+                "{} is set: migrations wait after their first chunk while that file exists (a test hook)",
+                placed_host::migrate::HOLD_ENV
+            );
+        }
         let protocol = config
             .protocol()
             .map_err(|e| StartError::Config(e.to_string()))?;
@@ -210,6 +220,7 @@ impl Daemon {
             started: Instant::now(),
             migration_bytes_per_s: Mutex::new(DEFAULT_MIGRATION_BYTES_PER_S),
             warnings: Mutex::new(warnings),
+            migration_hold,
         });
         adopt::restore(&inner).await?;
         inner.update_gauges();

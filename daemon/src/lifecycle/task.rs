@@ -755,6 +755,7 @@ async fn move_to(
         });
         let opts = placed_host::enact::ApplyOptions {
             cancel: Some(cancel),
+            hold: inner.migration_hold.clone(),
             ..Default::default()
         };
         let r = tokio::task::spawn_blocking(move || {

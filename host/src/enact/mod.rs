@@ -171,6 +171,8 @@ pub struct ApplyOptions {
     /// is left) and the cgroup thawed. Throttled mode: the cgroup keeps the old and new
     /// nodes, so nothing moves uncapped ([`MigrationReport::cancelled`]).
     pub cancel: Option<Arc<AtomicBool>>,
+    /// Tests only: hold the workers after their first chunk ([`migrate::HoldPoint`]).
+    pub hold: Option<migrate::HoldPoint>,
 }
 
 impl Default for ApplyOptions {
@@ -180,6 +182,7 @@ impl Default for ApplyOptions {
             chunk_pages: MoveOptions::default().chunk_pages,
             whole_process_bytes: None,
             cancel: None,
+            hold: None,
         }
     }
 }
@@ -695,6 +698,7 @@ impl Run<'_> {
                         rate,
                         chunk_pages: opts.chunk_pages,
                         whole_process_bytes: opts.whole_process_bytes,
+                        hold: opts.hold.clone(),
                     };
                     migrate::move_memory(&self.host.proc, &list, &target.mems, &move_opts, cancel)?
                 };

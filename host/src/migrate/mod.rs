@@ -13,6 +13,7 @@
 //! [`MigrationReport`] says how much moved, how long it took, and what
 //! `/proc/<pid>/numa_maps` still shows on the old nodes.
 
+mod hold;
 mod mover;
 pub mod numa_maps;
 pub mod sys;
@@ -23,6 +24,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use hold::{HOLD_ENV, HoldPoint};
 pub use mover::{MoveOptions, MoveStats, destination, move_memory};
 pub use numa_maps::{NodeBytes, Vma};
 

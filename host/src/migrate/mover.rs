@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::Proc;
+use super::{HoldPoint, Proc};
 use super::sys::{self, MPOL_MF_MOVE, MPOL_MF_MOVE_ALL};
 use crate::cgroup;
 use placed_core::cpuset::NodeSet;
@@ -36,6 +36,8 @@ pub struct MoveOptions {
     /// `migrate_pages(2)` call (the kernel's bulk path, one worker per process) instead of
     /// `move_pages(2)` chunks shared by all workers. `None`: one chunk's worth.
     pub whole_process_bytes: Option<u64>,
+    /// Tests only: wait after the first chunk while the hold point's file exists.
+    pub hold: Option<HoldPoint>,
 }
 
 impl Default for MoveOptions {
@@ -45,6 +47,7 @@ impl Default for MoveOptions {
             rate: None,
             chunk_pages: 1024,
             whole_process_bytes: None,
+            hold: None,
         }
     }
 }
@@ -126,7 +129,7 @@ pub fn move_memory(
             tracing::debug!(count = new.len(), "processes appeared during migration");
         }
         let items = plan_items(proc, &new, to, opts, &shared)?;
-        run(&items, to, opts.workers.max(1), &shared, cancel);
+        run(&items, to, opts, &shared, cancel);
         done.extend(new);
         pids = match list() {
             Ok(p) => p,
@@ -241,6 +244,8 @@ struct Shared {
     /// Set once MPOL_MF_MOVE_ALL was refused (EPERM: no CAP_SYS_NICE).
     no_move_all: AtomicBool,
     throttle: Option<Throttle>,
+    /// Whether a worker has announced the hold point (tests only).
+    held: AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -258,6 +263,7 @@ impl Shared {
             exited: Mutex::default(),
             no_move_all: AtomicBool::new(false),
             throttle: rate.map(Throttle::new),
+            held: AtomicBool::new(false),
         }
     }
 
@@ -306,10 +312,10 @@ impl Throttle {
     }
 }
 
-fn run(items: &[Item], to: &NodeSet, workers: usize, shared: &Shared, cancel: &AtomicBool) {
+fn run(items: &[Item], to: &NodeSet, opts: &MoveOptions, shared: &Shared, cancel: &AtomicBool) {
     shared.next.store(0, Ordering::Relaxed);
     std::thread::scope(|s| {
-        for _ in 0..workers.min(items.len().max(1)) {
+        for _ in 0..opts.workers.max(1).min(items.len().max(1)) {
             s.spawn(|| {
                 loop {
                     let i = shared.next.fetch_add(1, Ordering::Relaxed);
@@ -330,6 +336,9 @@ fn run(items: &[Item], to: &NodeSet, workers: usize, shared: &Shared, cancel: &A
                         Item::Whole { pid, from, bytes } => {
                             move_whole(*pid, from, *bytes, to, shared)
                         }
+                    }
+                    if let Some(hold) = &opts.hold {
+                        hold.wait(&shared.held, cancel);
                     }
                 }
             });

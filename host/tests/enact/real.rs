@@ -367,6 +367,7 @@ fn processes_that_exit_or_appear_mid_migration_are_handled() {
             chunk_pages: 256,
             // Chunks, not migrate_pages: the chunked path is the one that meets ESRCH.
             whole_process_bytes: Some(0),
+            hold: None,
         },
         &AtomicBool::new(false),
     )
@@ -524,27 +525,37 @@ fn a_cancelled_move_finishes_fast_and_stays_on_both_nodes_throttled() {
     assert!(!host.cgroups().is_frozen(&cg.path).unwrap());
     drop(cg);
 
-    // Throttled to 4 MiB/s with 32 MiB to move, cancelled after 1.5 s.
+    // Throttled to 4 MiB/s with 32 MiB to move, cancelled once its first chunk has moved
+    // (the workers hold there until then: no race with the pace of a loaded machine).
     const MIB: u64 = 32;
     let mut cg = TestCgroup::new(&host, &cpus, &from);
     let path = cg.path.clone();
     let pid = cg.start(&path, &format!("threads=2,mib={MIB}"));
     let c = host.resolve(&cg.reference()).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let hold = placed_host::migrate::HoldPoint {
+        release: scratch.path().join("hold"),
+    };
+    std::fs::write(&hold.release, b"").unwrap();
     let cancel = Arc::new(AtomicBool::new(false));
     let flag = cancel.clone();
-    let timer = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(1500));
+    let marker = hold.reached_marker();
+    let canceller = std::thread::spawn(move || {
+        while !marker.exists() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
         flag.store(true, std::sync::atomic::Ordering::Relaxed);
     });
     let opts = ApplyOptions {
         cancel: Some(cancel),
+        hold: Some(hold),
         ..ApplyOptions::default()
     };
     let throttled = Mode::Throttled {
         bytes_per_sec: 4 << 20,
     };
     let r = host.apply_with(&c, &cpus, &to, &throttled, &opts).unwrap();
-    timer.join().unwrap();
+    canceller.join().unwrap();
     assert!(r.migration.cancelled, "{:?}", r.migration);
     let moved = r.migration.workers.as_ref().unwrap().bytes_moved;
     assert!(moved > 0 && moved < MIB << 20, "moved {moved}");
@@ -589,11 +600,21 @@ fn placectl_move_interrupted_by_a_signal_leaves_the_container_in_order() {
         );
     }
     let (from, to) = (first(&nodes), last(&nodes));
+    // The signal must land mid-move whatever the pace of the (emulated, loaded) machine:
+    // placectl's workers wait after their first chunk while `hold` exists and announce it,
+    // so the test signals at a known point instead of racing the move.
+    let scratch = tempfile::tempdir().unwrap();
+    let hold = placed_host::migrate::HoldPoint {
+        release: scratch.path().join("hold"),
+    };
     let placectl = |cg: &TestCgroup, args: &[&str]| {
+        std::fs::write(&hold.release, b"").unwrap();
+        let _ = std::fs::remove_file(hold.reached_marker());
         std::process::Command::new(crate::bins::bin("placectl"))
             .args(["move", &cg.reference(), "--cpus", &cpus.to_string()])
             .args(["--mems", &to.to_string()])
             .args(args)
+            .env(placed_host::migrate::HOLD_ENV, &hold.release)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
@@ -604,25 +625,24 @@ fn placectl_move_interrupted_by_a_signal_leaves_the_container_in_order() {
         // SAFETY: kill(2) takes plain integers; the child is ours and not yet reaped.
         assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
     };
-    let wait_until = |what: &str, child: &mut std::process::Child, cond: &dyn Fn() -> bool| {
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while !cond() {
+    // No deadline: the move waits at the hold point until signalled, and a placectl that
+    // ends first fails the test with its output.
+    let wait_held = |child: &mut std::process::Child| {
+        while !hold.reached_marker().exists() {
             if let Some(status) = child.try_wait().unwrap() {
-                panic!("placectl exited ({status}) before {what}");
+                panic!("placectl exited ({status}) before its move reached the hold point");
             }
-            assert!(Instant::now() < deadline, "never {what}");
-            std::thread::sleep(Duration::from_millis(2));
+            std::thread::sleep(Duration::from_millis(5));
         }
     };
 
-    // Fast and frozen, 128 MiB with one worker: about a second frozen under TCG.
+    // Fast and frozen, 128 MiB with one worker, held frozen after its first chunk.
     let mut cg = TestCgroup::new(&host, &cpus, &from);
     let path = cg.path.clone();
     let pid = cg.start(&path, "threads=2,mib=128");
     let mut child = placectl(&cg, &["--migrate", "fast", "--workers", "1"]);
-    wait_until("the cgroup was frozen", &mut child, &|| {
-        host.cgroups().is_frozen(&path).unwrap_or(false)
-    });
+    wait_held(&mut child);
+    assert!(host.cgroups().is_frozen(&path).unwrap(), "held, but not frozen");
     signal(&child, libc::SIGINT);
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -642,18 +662,14 @@ fn placectl_move_interrupted_by_a_signal_leaves_the_container_in_order() {
     assert!(anon_bytes_on(pid, to.first().unwrap()) >= 128 << 20);
     drop(cg);
 
-    // Throttled to 4 MiB/s, 32 MiB: SIGTERM once the first write (both nodes) is in.
+    // Throttled, 32 MiB, held after its first chunk (the first write, both nodes, is in).
     let both = from.union(&to);
     let mut cg = TestCgroup::new(&host, &cpus, &from);
     let path = cg.path.clone();
     let pid = cg.start(&path, "threads=2,mib=32");
     let mut child = placectl(&cg, &["--migrate", "throttled", "--bandwidth", "4M"]);
-    wait_until("the first write", &mut child, &|| {
-        host.cgroups()
-            .cpuset(&path)
-            .is_ok_and(|s| s.effective_mems == both)
-    });
-    std::thread::sleep(Duration::from_millis(500));
+    wait_held(&mut child);
+    assert_eq!(host.cgroups().cpuset(&path).unwrap().effective_mems, both);
     signal(&child, libc::SIGTERM);
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);

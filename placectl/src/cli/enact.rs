@@ -129,6 +129,7 @@ pub fn apply_interruptibly(
     let watch = signals::Watch::start(cancel.clone()).map_err(MoveError::Signals)?;
     let opts = ApplyOptions {
         cancel: Some(cancel),
+        hold: migrate::HoldPoint::from_env(),
         ..ApplyOptions::default()
     };
     let result = host.apply_with(container, cpus, mems, mode, &opts);
