@@ -12,12 +12,14 @@
 //!   pinned, observe) and whether a move pays for its migration.
 //! - [`fault`]: who has to act on an error (caller, operator, nobody), from which the
 //!   daemon derives gRPC codes and the binaries their exit codes.
+//! - [`exit`]: the exit-code table shared by `placed`, `placectl` and `placed-train`.
 //! - [`text`]: how errors and sizes are written for people (one line per error chain).
 //!
 //! The crates above it: `placed-host` (cgroups, containers, migration, enactment,
 //! observation), `placed` (the daemon), `placectl` (the CLI).
 
 pub mod cpuset;
+pub mod exit;
 pub mod fault;
 pub mod machine;
 pub mod placement;

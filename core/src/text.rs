@@ -1,19 +1,41 @@
 //! How errors and sizes are written for people, the same in the daemon's logs and API
 //! answers, `placectl`'s output and `placed-train`'s reports.
 
-/// The error and its causes on one line, each cause once.
+use std::fmt;
+
+/// An error and its causes on one line, `outer: cause: root cause`. Every error type of
+/// the project prints only its own part and returns its cause from `source()`, so each
+/// cause appears exactly once.
 pub fn error_line(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut line = err.to_string();
-    let mut source = err.source();
-    while let Some(s) = source {
-        let text = s.to_string();
-        if !line.contains(&text) {
-            line.push_str(": ");
-            line.push_str(&text);
+    Chain(err).to_string()
+}
+
+/// [`error_line`] as a `Display`, for log fields (`error = %Chain(&e)`) and `format!`.
+#[derive(Debug, Clone, Copy)]
+pub struct Chain<'a>(pub &'a (dyn std::error::Error + 'static));
+
+impl fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(s) = source {
+            write!(f, ": {s}")?;
+            source = s.source();
         }
-        source = s.source();
+        Ok(())
     }
-    line
+}
+
+/// Cuts text that came from outside (a container name, a placement id in a request) to at
+/// most `max` characters for an error message or a log line, saying how much was left out,
+/// so that a 100 KB id cannot make a 100 KB answer.
+pub fn clip(text: &str, max: usize) -> String {
+    let count = text.chars().count();
+    if count <= max {
+        return text.to_owned();
+    }
+    let head: String = text.chars().take(max).collect();
+    format!("{head}... ({} more characters)", count - max)
 }
 
 /// Bytes as people read them.
@@ -29,5 +51,36 @@ pub fn human_bytes(b: u64) -> String {
         format!("{v:.0} {}", UNITS[i])
     } else {
         format!("{v:.1} {}", UNITS[i])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("cannot read {path}")]
+    struct Outer {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    }
+
+    #[test]
+    fn each_cause_is_printed_once_in_order() {
+        let e = Outer {
+            path: "/etc/x".into(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        };
+        assert_eq!(error_line(&e), "cannot read /etc/x: entity not found");
+    }
+
+    #[test]
+    fn long_input_is_clipped_on_a_character_boundary() {
+        assert_eq!(clip("short", 10), "short");
+        let long = "é".repeat(100);
+        let c = clip(&long, 8);
+        assert!(c.starts_with(&"é".repeat(8)), "{c}");
+        assert!(c.ends_with("(92 more characters)"), "{c}");
     }
 }

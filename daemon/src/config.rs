@@ -209,7 +209,7 @@ impl Default for MetricsConfig {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("cannot read config file {path}: {source}")]
+    #[error("cannot read config file {path}")]
     Read {
         path: PathBuf,
         #[source]
@@ -219,6 +219,21 @@ pub enum ConfigError {
     Parse { path: PathBuf, detail: String },
     #[error("config file {path}: {detail}")]
     Invalid { path: PathBuf, detail: String },
+}
+
+impl ConfigError {
+    /// Who has to act: a missing file is not found; one that cannot be read is the host's;
+    /// one that says something wrong is bad input.
+    pub fn fault(&self) -> placed_core::fault::Fault {
+        use placed_core::fault::Fault;
+        match self {
+            Self::Read { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                Fault::NotFound
+            }
+            Self::Read { .. } => Fault::HostConfig,
+            Self::Parse { .. } | Self::Invalid { .. } => Fault::InvalidInput,
+        }
+    }
 }
 
 impl Config {

@@ -13,11 +13,14 @@
 //! - [`config`]: the daemon's TOML configuration and its defaults.
 //! - [`telemetry`]: logging and the Prometheus metrics endpoint.
 //! - [`systemd`]: readiness, status and the watchdog under `Type=notify`.
+//! - [`run`]: the whole life of the daemon, from binding its listeners to a clean stop.
 //!
-//! The binary (`src/bin/placed.rs`) parses flags, reads the config and calls into these.
+//! The binary (`src/bin/placed.rs`) parses flags, reads the config, handles signals and
+//! calls [`run::run`].
 
 pub mod config;
 pub mod lifecycle;
+pub mod run;
 pub mod service;
 pub mod state;
 pub mod systemd;

@@ -24,20 +24,20 @@ pub enum Target {
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
     #[error(
-        "cannot reach placed at {path}: {source} (is it running? `systemctl status placed`, or pass --socket)"
+        "cannot reach placed at {path} (is it running? `systemctl status placed`, or pass --socket)"
     )]
     Unix {
         path: PathBuf,
         #[source]
         source: tonic::transport::Error,
     },
-    #[error("cannot reach placed at {url}: {source}")]
+    #[error("cannot reach placed at {url}")]
     Tcp {
         url: String,
         #[source]
         source: tonic::transport::Error,
     },
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}")]
     File {
         path: PathBuf,
         #[source]

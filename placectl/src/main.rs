@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 use placed_proto::v1 as pb;
 
-use placectl::cli::{self, Exit};
+use placectl::cli::{self, Exit, StatusError, UsageError};
 use placectl::client::{self, Target};
 use placed_core::machine::{Machine, TopologySource};
 use placed_core::placement;
@@ -19,7 +19,7 @@ use placed_host::enact::Host;
     name = "placectl",
     version,
     about = "Inspect and drive placed, the NUMA placement daemon",
-    after_help = "Exit status: 0 success, 1 a clean \"no\" answer, 2 bad input or failure."
+    after_help = Exit::help_table()
 )]
 struct Cli {
     /// Print JSON (schemas in docs/cli-json.md) instead of tables.
@@ -258,18 +258,6 @@ fn run(cli: Cli) -> Result<Exit, Box<dyn std::error::Error>> {
     }
 }
 
-/// A gRPC status as one line: the daemon's message and the code.
-#[derive(Debug)]
-struct Failed(tonic::Status);
-
-impl std::fmt::Display for Failed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} ({:?})", self.0.message(), self.0.code())
-    }
-}
-
-impl std::error::Error for Failed {}
-
 /// The commands that talk to the daemon.
 async fn remote(
     command: Command,
@@ -286,7 +274,7 @@ async fn remote(
             let s = c
                 .get_status(pb::GetStatusRequest {})
                 .await
-                .map_err(Failed)?
+                .map_err(StatusError)?
                 .into_inner();
             out(cli::daemon::status_json(&s), cli::daemon::render_status(&s))
         }
@@ -294,7 +282,7 @@ async fn remote(
             let r = c
                 .list_containers(pb::ListContainersRequest {})
                 .await
-                .map_err(Failed)?
+                .map_err(StatusError)?
                 .into_inner();
             out(
                 cli::daemon::containers_json(&r.containers),
@@ -307,7 +295,10 @@ async fn remote(
             policy,
             metric,
         } => {
-            let metric = metric.map(|m| parse_metric(&m)).transpose()?;
+            let metric = metric
+                .map(|m| parse_metric(&m))
+                .transpose()
+                .map_err(UsageError)?;
             let r = c
                 .manage(pb::ManageRequest {
                     container,
@@ -316,7 +307,7 @@ async fn remote(
                     metric,
                 })
                 .await
-                .map_err(Failed)?
+                .map_err(StatusError)?
                 .into_inner();
             out(
                 cli::daemon::container_json(&r),
@@ -329,7 +320,7 @@ async fn remote(
                     container: container.clone(),
                 })
                 .await
-                .map_err(Failed)?
+                .map_err(StatusError)?
                 .into_inner();
             let now = c
                 .get_container(pb::GetContainerRequest { container })
@@ -348,7 +339,7 @@ async fn remote(
                     policy: policy.to_pb()?,
                 })
                 .await
-                .map_err(Failed)?
+                .map_err(StatusError)?
                 .into_inner();
             let code = out(
                 cli::daemon::recommendation_json(&r),
@@ -385,7 +376,7 @@ async fn remote(
                     migration: migration as i32,
                 })
                 .await
-                .map_err(Failed)?
+                .map_err(StatusError)?
                 .into_inner();
             out(cli::daemon::place_json(&r), cli::daemon::render_place(&r))
         }
@@ -395,11 +386,11 @@ async fn remote(
                     container: container.unwrap_or_default(),
                 })
                 .await
-                .map_err(Failed)?
+                .map_err(StatusError)?
                 .into_inner();
             loop {
                 let next = tokio::select! {
-                    m = stream.message() => m.map_err(Failed)?,
+                    m = stream.message() => m.map_err(StatusError)?,
                     _ = tokio::signal::ctrl_c() => return Ok(Exit::Success),
                 };
                 let Some(e) = next else {
@@ -413,7 +404,7 @@ async fn remote(
                     cli::daemon::render_event(&e)
                 };
                 if cli::emit(&line) != Exit::Success {
-                    return Ok(Exit::Error);
+                    return Ok(Exit::Failed);
                 }
             }
         }
@@ -438,7 +429,7 @@ async fn remote(
             let r = c
                 .report_metric(tokio_stream::iter(samples))
                 .await
-                .map_err(Failed)?
+                .map_err(StatusError)?
                 .into_inner();
             let text = format!(
                 "{} accepted, {} rejected{}\n",
@@ -524,7 +515,7 @@ fn main() -> std::process::ExitCode {
             // --help and --version are successes; usage errors exit 2 like every other error.
             let _ = e.print();
             return if e.use_stderr() {
-                Exit::Error
+                Exit::BadInput
             } else {
                 Exit::Success
             }
@@ -534,8 +525,15 @@ fn main() -> std::process::ExitCode {
     match run(cli) {
         Ok(code) => code.into(),
         Err(e) => {
-            eprintln!("placectl: error: {}", cli::error_line(e.as_ref()));
-            Exit::Error.into()
+            let tls = cli::exit::tls_refused(e.as_ref())
+                || e.source().is_some_and(cli::exit::tls_refused);
+            let hint = if tls {
+                format!(" ({})", cli::exit::TLS_HINT)
+            } else {
+                String::new()
+            };
+            eprintln!("placectl: error: {}{hint}", cli::error_line(e.as_ref()));
+            cli::exit_of(e.as_ref()).into()
         }
     }
 }

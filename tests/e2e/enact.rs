@@ -1,6 +1,7 @@
 //! `placectl move`, `inspect` and `containers` on this host's real cgroups (root only; a
 //! test cgroup holding a `sleep`, removed afterwards whatever happens).
 
+use placed_core::exit::Exit;
 use std::process::Command;
 
 use placed_core::cpuset::{CpuSet, NodeSet};
@@ -93,7 +94,7 @@ fn move_and_inspect_a_cgroup_by_path() {
         "--mems",
         &node.to_string(),
     ])
-    .fails_with("CPUs 4000 are not online");
+    .fails_with(Exit::BadInput, "CPUs 4000 are not online");
 }
 
 #[test]
@@ -113,10 +114,14 @@ fn move_errors_are_one_line_with_exit_2() {
         "--mems",
         &node,
     ])
-    .fails_with("no container \"placed-e2e-no-such-container\"");
+    .fails_with(
+        Exit::NotFound,
+        "no container \"placed-e2e-no-such-container\"",
+    );
     placectl(["move", "../../etc", "--cpus", "0", "--mems", &node])
-        .fails_with("invalid container reference");
-    placectl(["inspect", "cgroup:/placed-e2e-absent"]).fails_with("no cgroup /placed-e2e-absent");
+        .fails_with(Exit::BadInput, "invalid container reference");
+    placectl(["inspect", "cgroup:/placed-e2e-absent"])
+        .fails_with(Exit::NotFound, "no cgroup /placed-e2e-absent");
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! The daemon over TCP with TLS and client certificates, for remote orchestrators; and
 //! what a bad certificate or a client without one gets.
 
+use placed_core::exit::Exit;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -102,9 +103,10 @@ fn tls_with_client_certificates() {
     plain
         .write_all(b"POST /placed.v1.Placed/GetStatus HTTP/1.1\r\nHost: x\r\n\r\n")
         .expect("send plaintext");
-    // Whatever the server makes of it (an alert, or closing), it answers promptly.
+    // Whatever the server makes of it (an alert, or closing), it answers rather than hang
+    // (the limit only bounds a hang, with room for a loaded machine).
     plain
-        .set_read_timeout(Some(Duration::from_secs(10)))
+        .set_read_timeout(Some(Duration::from_secs(120)))
         .expect("timeout");
     let mut buf = [0u8; 512];
     match plain.read(&mut buf) {
@@ -141,15 +143,23 @@ fn tls_with_client_certificates() {
         let _ = tx.send(crate::util::placectl(args));
     });
     let run = rx
-        .recv_timeout(Duration::from_secs(30))
+        .recv_timeout(Duration::from_secs(120))
         .expect("the daemon stopped serving TLS clients while a silent connection was open");
     let run = run.ok();
     assert!(run.stdout.contains("Class"), "{run:?}");
     drop(silent);
 
-    // Without one: refused by the server.
+    // Without one: refused by the server. Under TLS 1.3 the refusal reaches the client
+    // after its side of the handshake, as an alert (exit 4, with advice) or as the server
+    // closing the connection (exit 5), whichever the client reads first; both are one line.
+    let refused_or_closed = |run: &crate::util::Run| {
+        let refused = run.code == Some(i32::from(Exit::Refused.code()))
+            && run.stderr.contains("TLS refused the connection");
+        let closed = run.code == Some(i32::from(Exit::Unavailable.code()));
+        assert!(refused || closed, "{run:?}");
+    };
     let run = d.placectl(["status", "--addr", &url, "--ca", &s(&p.ca)]);
-    assert_eq!(run.code, Some(2), "{run:?}");
+    refused_or_closed(&run);
     assert!(run.stderr.starts_with("placectl: error:"), "{run:?}");
     // A server this client does not trust: refused by the client.
     let run = d.placectl([
@@ -163,7 +173,7 @@ fn tls_with_client_certificates() {
         "--key",
         &s(&p.client_key),
     ]);
-    assert_eq!(run.code, Some(2), "{run:?}");
+    refused_or_closed(&run);
     assert_eq!(run.stderr.lines().count(), 1, "{run:?}");
 }
 

@@ -70,10 +70,11 @@ impl Run {
         self
     }
 
-    /// Exit 2 with exactly one line on stderr, prefixed, containing `needle`; no panic,
-    /// no backtrace. (A command may have printed a summary on stdout first.)
-    pub fn fails_with(self, needle: &str) -> Self {
-        assert_eq!(self.code, Some(2), "{self:?}");
+    /// Exit `code` (from the shared table) with exactly one line on stderr, prefixed,
+    /// containing `needle`; no panic, no backtrace. (A command may have printed a summary
+    /// on stdout first.)
+    pub fn fails_with(self, code: placed_core::exit::Exit, needle: &str) -> Self {
+        assert_eq!(self.code, Some(i32::from(code.code())), "{self:?}");
         let lines: Vec<&str> = self.stderr.lines().collect();
         assert_eq!(lines.len(), 1, "{self:?}");
         assert!(lines[0].starts_with("placectl: error: "), "{self:?}");

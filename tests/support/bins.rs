@@ -1,7 +1,6 @@
 //! The workspace's binaries, for tests and benches that run one of another package. Cargo
 //! hands a test only its own package's binaries (`CARGO_BIN_EXE_*`); the others are found
-//! in the same target directory, where `cargo test --workspace` has built them, and built
-//! there first when missing (a `cargo test -p` of one package).
+//! in the same target directory, brought up to date there first.
 
 // Each binary uses a different subset.
 #![allow(dead_code)]
@@ -28,16 +27,14 @@ fn profile_dir() -> PathBuf {
         .expect("test executables live in <target>/<profile>/deps")
 }
 
-/// The path of binary `name`, built first if it is not there yet.
+/// The path of binary `name`, brought up to date first: once per test process and binary,
+/// `cargo build` of its package (a no-op when `cargo test --workspace` has just built it),
+/// so that `cargo test -p` of one package never runs another package's stale binary.
 pub fn bin(name: &str) -> PathBuf {
-    static BUILDING: Mutex<()> = Mutex::new(());
-    let dir = profile_dir();
-    let path = dir.join(name);
-    if path.exists() {
-        return path;
-    }
-    let _one = BUILDING.lock().unwrap_or_else(|p| p.into_inner());
-    if path.exists() {
+    static BUILT: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let path = profile_dir().join(name);
+    let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
+    if built.iter().any(|b| b == name) {
         return path;
     }
     let package = PACKAGES
@@ -45,21 +42,22 @@ pub fn bin(name: &str) -> PathBuf {
         .find(|(b, _)| *b == name)
         .map(|(_, p)| *p)
         .unwrap_or_else(|| panic!("{name} is not a binary of this workspace"));
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.args(["build", "--quiet", "-p", package, "--bin", name]);
-    if dir.file_name().is_some_and(|n| n == "release") {
-        cmd.arg("--release");
+    // Inside the numa-vm guest the workspace is read-only for cargo's purposes: use what
+    // the host built.
+    if std::env::var_os("PLACED_IN_GUEST").is_none() {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.args(["build", "--quiet", "-p", package, "--bin", name]);
+        if profile_dir().file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        let status = cmd.status().expect("cargo runs");
+        assert!(
+            status.success(),
+            "cargo build -p {package} --bin {name} failed"
+        );
     }
-    let status = cmd.status().expect("cargo runs");
-    assert!(
-        status.success(),
-        "cargo build -p {package} --bin {name} failed"
-    );
-    assert!(
-        path.exists(),
-        "cargo built {name}, but not at {}",
-        path.display()
-    );
+    assert!(path.exists(), "{name} is not built at {}", path.display());
+    built.push(name.to_owned());
     path
 }

@@ -16,6 +16,7 @@
 
 pub mod calibrate;
 pub mod collect;
+pub mod exit;
 pub mod interrupt;
 pub mod pipeline;
 pub mod plot;

@@ -39,17 +39,6 @@ pub enum PipelineError {
     ModelFile(#[from] ModelFileError),
 }
 
-impl PipelineError {
-    /// Exit status for the command line: 3 when there is nothing to fit on this host, which
-    /// scripts may want to tell from a failure.
-    pub fn exit_code(&self) -> u8 {
-        match self {
-            Self::NothingToPredict { .. } => 3,
-            _ => 2,
-        }
-    }
-}
-
 /// What the loop produced.
 #[derive(Debug)]
 pub struct Trained {

@@ -107,13 +107,14 @@ fn a_bad_data_file_exits_2_naming_the_line() {
 }
 
 #[test]
-fn a_missing_data_file_exits_2_naming_it() {
+fn a_missing_data_file_exits_3_naming_it() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = placed_train(
         &["fit", "--data", "absent.jsonl", "--out", "m.json"],
         dir.path(),
     );
-    assert_eq!(out.status.code(), Some(2));
+    // Not found, from the exit-code table shared with placed and placectl.
+    assert_eq!(out.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&out.stderr).contains("absent.jsonl"));
 }
 

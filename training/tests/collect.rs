@@ -298,7 +298,8 @@ fn train_on_a_one_placement_host_explains_why_no_model() {
             "models",
         ],
     ));
-    assert_eq!(out.status.code(), Some(3));
+    // Refused: the host cannot give a model (exit-code table of placed_core::exit).
+    assert_eq!(out.status.code(), Some(4));
     assert!(String::from_utf8_lossy(&out.stderr).contains("nothing to predict"));
     assert!(
         dir.path().join("models/data-v1.jsonl").exists(),

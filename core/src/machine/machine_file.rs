@@ -90,7 +90,7 @@ pub struct AddedConcern {
 
 #[derive(Debug, thiserror::Error)]
 pub enum MachineFileError {
-    #[error("cannot read machine file {path}: {source}")]
+    #[error("cannot read machine file {path}")]
     Read {
         path: PathBuf,
         #[source]

@@ -39,7 +39,7 @@ impl std::fmt::Display for TopologySource {
 /// A topology that could not be loaded. All of these are bad input except [`Self::Host`].
 #[derive(Debug, thiserror::Error)]
 pub enum TopologyError {
-    #[error("cannot read topology file {path}: {source}")]
+    #[error("cannot read topology file {path}")]
     Read {
         path: PathBuf,
         #[source]

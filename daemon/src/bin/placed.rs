@@ -1,25 +1,26 @@
 //! `placed`: the NUMA placement daemon.
 //!
-//! Parses flags, reads the config, sets up logging and signals, binds the listeners, and
-//! hands over to the library: `service::serve` for the API and `lifecycle::Daemon` for
-//! everything else.
+//! Parses flags, reads the config, sets up logging and signals, and hands over to the
+//! library's [`placed::run::run`]. Exit codes follow the table shared by the three
+//! binaries (`placed_core::exit`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
-use anyhow::Context;
 use clap::Parser;
 use tokio_util::sync::CancellationToken;
 
 use placed::config::Config;
-use placed::lifecycle::Daemon;
-use placed::service;
-use placed::systemd;
-use placed::telemetry::{self, Metrics};
+use placed::telemetry;
+use placed_core::exit::Exit;
 
 #[derive(Parser, Debug)]
-#[command(name = "placed", version, about = "NUMA placement daemon")]
+#[command(
+    name = "placed",
+    version,
+    about = "NUMA placement daemon",
+    after_help = Exit::help_table()
+)]
 struct Args {
     /// TOML config file; without it /etc/placed/placed.toml is read if it exists, else the
     /// defaults are used.
@@ -43,14 +44,19 @@ fn main() -> ExitCode {
         Ok(a) => a,
         Err(e) => {
             let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+            return if e.use_stderr() {
+                Exit::BadInput
+            } else {
+                Exit::Success
+            }
+            .into();
         }
     };
     let mut config = match Config::load(args.config.as_deref()) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("placed: error: {e}");
-            return ExitCode::from(2);
+            eprintln!("placed: error: {}", placed_core::text::error_line(&e));
+            return Exit::of(e.fault()).into();
         }
     };
     if let Some(s) = args.socket {
@@ -63,11 +69,11 @@ fn main() -> ExitCode {
         return match toml::to_string_pretty(&config) {
             Ok(t) => {
                 print!("{t}");
-                ExitCode::SUCCESS
+                Exit::Success.into()
             }
             Err(e) => {
-                eprintln!("placed: error: {e}");
-                ExitCode::from(2)
+                eprintln!("placed: error: cannot print the configuration: {e}");
+                Exit::Failed.into()
             }
         };
     }
@@ -80,98 +86,48 @@ fn main() -> ExitCode {
         Ok(r) => r,
         Err(e) => {
             eprintln!("placed: error: cannot start the async runtime: {e}");
-            return ExitCode::from(2);
+            return Exit::Failed.into();
         }
     };
-    match runtime.block_on(run(config)) {
-        Ok(()) => ExitCode::SUCCESS,
+    let result = runtime.block_on(async {
+        let stop = CancellationToken::new();
+        spawn_signal_handler(stop.clone()).map_err(Failure::Signals)?;
+        placed::run::run(config, stop).await.map_err(Failure::Run)
+    });
+    match result {
+        Ok(()) => Exit::Success.into(),
         Err(e) => {
-            tracing::error!("{}", placed_core::text::error_line(e.as_ref()));
-            eprintln!(
-                "placed: error: {}",
-                placed_core::text::error_line(e.as_ref())
-            );
-            ExitCode::from(2)
+            let line = placed_core::text::error_line(&e);
+            tracing::error!("{line}");
+            eprintln!("placed: error: {line}");
+            Exit::of(e.fault()).into()
         }
     }
 }
 
-async fn run(config: Config) -> anyhow::Result<()> {
-    let cancel = CancellationToken::new();
-    spawn_signal_handler(cancel.clone())?;
+/// What ends the daemon with an error.
+#[derive(Debug, thiserror::Error)]
+enum Failure {
+    #[error("cannot handle signals")]
+    Signals(#[source] std::io::Error),
+    #[error(transparent)]
+    Run(placed::run::RunError),
+}
 
-    let unix = service::listen::bind_unix(&config).await?;
-    let tcp = match (&config.grpc.tcp, &config.grpc.tls) {
-        (Some(addr), Some(tls)) => {
-            let listener = tokio::net::TcpListener::bind(addr)
-                .await
-                .with_context(|| format!("cannot listen on {addr}"))?;
-            Some((listener, service::listen::server_tls(tls)?))
+impl Failure {
+    fn fault(&self) -> placed_core::fault::Fault {
+        match self {
+            Self::Signals(_) => placed_core::fault::Fault::Internal,
+            Self::Run(e) => e.fault(),
         }
-        _ => None,
-    };
-    let metrics = Arc::new(Metrics::default());
-    let metrics_listener = if config.metrics.enabled {
-        let addr = config.metrics.listen;
-        Some(
-            telemetry::bind_metrics(addr)
-                .await
-                .with_context(|| format!("cannot serve metrics on {addr} (metrics.listen)"))?,
-        )
-    } else {
-        None
-    };
-    let (serving, servers) = service::serve(unix, tcp, cancel.clone()).await?;
-    if let Some(l) = metrics_listener {
-        tokio::spawn(telemetry::serve_metrics(l, metrics.clone(), cancel.clone()));
     }
-    tracing::info!(socket = %config.grpc.socket.display(), "listening; restoring state");
-    systemd::status("restoring state");
-
-    let socket = config.grpc.socket.clone();
-    let daemon = match Daemon::start(config, metrics).await {
-        Ok(d) => d,
-        Err(e) => {
-            cancel.cancel();
-            let _ = servers.wait().await;
-            let _ = std::fs::remove_file(&socket);
-            return Err(e.into());
-        }
-    };
-    serving.ready(daemon.clone()).await;
-    let m = daemon.machine();
-    let ready = format!(
-        "serving on {}: {} ({}), {} allocation units",
-        socket.display(),
-        m.source,
-        m.fingerprint(),
-        m.units.len()
-    );
-    tracing::info!("{ready}");
-    systemd::ready(&ready);
-    if let Some(interval) = systemd::watchdog_interval() {
-        let d = daemon.clone();
-        tokio::spawn(systemd::watchdog(interval, cancel.clone(), move || {
-            let d = d.clone();
-            async move { d.alive().await }
-        }));
-    }
-
-    cancel.cancelled().await;
-    tracing::info!("stopping");
-    systemd::stopping();
-    serving.stopping().await;
-    daemon.shutdown().await;
-    let result = servers.wait().await;
-    let _ = std::fs::remove_file(&socket);
-    result.map_err(Into::into)
 }
 
 /// SIGTERM (systemd, docker stop) and SIGINT (Ctrl-C) both stop the daemon cleanly.
-fn spawn_signal_handler(cancel: CancellationToken) -> anyhow::Result<()> {
+fn spawn_signal_handler(cancel: CancellationToken) -> std::io::Result<()> {
     use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
-    let mut int = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
     tokio::spawn(async move {
         tokio::select! {
             _ = term.recv() => tracing::info!("SIGTERM"),

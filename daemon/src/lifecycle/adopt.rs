@@ -14,27 +14,36 @@ use placed_host::containers::Container;
 use placed_host::migrate::Mode;
 
 use super::events::{Event, EventKind, now_ms};
-use super::{Inner, StartError, task};
+use super::handle::Handle;
+use super::shared::Shared;
+use super::{StartError, task};
 
-pub(super) async fn restore(inner: &Arc<Inner>) -> Result<(), StartError> {
-    let store = inner.store.clone();
-    let fingerprint = inner.machine.fingerprint().to_owned();
+pub(super) async fn restore(shared: &Arc<Shared>) -> Result<(), StartError> {
+    let store = shared.store.clone();
+    let fingerprint = shared.machine.fingerprint().to_owned();
     let loaded = tokio::task::spawn_blocking(move || store.load(&fingerprint))
         .await
-        .map_err(|e| StartError::Config(format!("state file task failed: {e}")))??;
+        .map_err(|source| StartError::Task {
+            doing: "reading the state file",
+            source,
+        })?
+        .map_err(StartError::State)?;
     let Some(state) = loaded else {
         return Ok(());
     };
     let mut adopted = Vec::new();
     for rec in state.containers {
-        let task_inner = inner.clone();
-        let settled = tokio::task::spawn_blocking(move || settle(&task_inner, rec))
+        let task_shared = shared.clone();
+        let settled = tokio::task::spawn_blocking(move || settle(&task_shared, rec))
             .await
-            .map_err(|e| StartError::Config(format!("adoption task failed: {e}")))?;
+            .map_err(|source| StartError::Task {
+                doing: "adopting a container",
+                source,
+            })?;
         let Some((rec, container, note)) = settled else {
             continue;
         };
-        inner.events.send(Event {
+        shared.events.send(Event {
             unix_ms: now_ms(),
             container: rec.id.clone(),
             kind: EventKind::State,
@@ -43,42 +52,46 @@ pub(super) async fn restore(inner: &Arc<Inner>) -> Result<(), StartError> {
             message: format!("adopted from the state file: {note}"),
         });
         let id = rec.id.clone();
-        let entry = inner.new_entry(rec, container);
-        inner.registry().entries.insert(id.clone(), entry);
+        let entry = shared.new_entry(rec, container);
+        shared.registry().entries.insert(id.clone(), entry);
         adopted.push(id);
     }
-    inner.update_gauges();
-    inner
-        .persist()
-        .await
-        .map_err(|e| StartError::Config(e.to_string()))?;
+    shared.update_gauges();
+    if let Err(e) = shared.persist().await {
+        // The adopted state is in memory and the file still holds the previous run's:
+        // serve, and say so; the next change writes it again.
+        tracing::error!(error = %e.line(), "cannot write the state file after adoption; serving from memory");
+    }
     for id in adopted {
-        task::spawn(inner, id);
+        task::spawn(Handle::new(shared.clone(), id));
     }
     Ok(())
 }
 
 /// Brings one record in line with the host. `None` when the container is gone.
-fn settle(inner: &Inner, mut rec: ContainerRecord) -> Option<(ContainerRecord, Container, String)> {
-    let container = match inner.host.resolve(&rec.id) {
+fn settle(
+    shared: &Shared,
+    mut rec: ContainerRecord,
+) -> Option<(ContainerRecord, Container, String)> {
+    let container = match shared.host.resolve(&rec.id) {
         Ok(c) => c,
         Err(e) if e.fault() == Fault::NotFound => {
             tracing::info!(container = %rec.id, "gone since the last run; forgotten");
             return None;
         }
         Err(e) => {
-            tracing::warn!(container = %rec.id, error = %e, "cannot find it again; forgotten");
+            tracing::warn!(container = %rec.id, error = %placed_core::text::Chain(&e), "cannot find it again; forgotten");
             return None;
         }
     };
-    let cgroups = inner.host.cgroups();
+    let cgroups = shared.host.cgroups();
     let mut notes = Vec::new();
     if let Some(m) = rec.migration.take() {
         // A fast move freezes the container; if the daemon died then, the freeze stayed.
         if m.frozen && cgroups.is_frozen(&container.cgroup).unwrap_or(false) {
             match cgroups.set_frozen(&container.cgroup, false) {
                 Ok(()) => notes.push("thawed (left frozen by an interrupted move)".to_owned()),
-                Err(e) => notes.push(format!("COULD NOT THAW: {e}")),
+                Err(e) => notes.push(format!("COULD NOT THAW: {}", placed_core::text::Chain(&e))),
             }
         }
         let now = cgroups.cpuset(&container.cgroup).ok();
@@ -97,7 +110,7 @@ fn settle(inner: &Inner, mut rec: ContainerRecord) -> Option<(ContainerRecord, C
             notes.push("an interrupted move had not started; left where it was".into());
         } else {
             // Half-way (new CPUs, both nodes' memory): put it back where it came from.
-            match inner
+            match shared
                 .host
                 .apply(&container, &m.from.cpus, &m.from.mems, &Mode::Kernel)
             {
@@ -105,12 +118,15 @@ fn settle(inner: &Inner, mut rec: ContainerRecord) -> Option<(ContainerRecord, C
                     "an interrupted move was undone (cpus {}, mems {})",
                     m.from.cpus, m.from.mems
                 )),
-                Err(e) => notes.push(format!("undoing an interrupted move failed: {e}")),
+                Err(e) => notes.push(format!(
+                    "undoing an interrupted move failed: {}",
+                    placed_core::text::Chain(&e)
+                )),
             }
         }
     }
     if let Some(back) = rec.resume.take() {
-        match inner
+        match shared
             .host
             .apply(&container, &back.cpus, &back.mems, &Mode::Kernel)
         {
@@ -118,7 +134,10 @@ fn settle(inner: &Inner, mut rec: ContainerRecord) -> Option<(ContainerRecord, C
                 notes.push("put back after an interrupted prediction".into());
                 rec.assigned = (!back.units.is_empty() || back.placement.is_some()).then_some(back);
             }
-            Err(e) => notes.push(format!("could not put it back after a prediction: {e}")),
+            Err(e) => notes.push(format!(
+                "could not put it back after a prediction: {}",
+                placed_core::text::Chain(&e)
+            )),
         }
     }
     // Where is it really? The record follows the host, never the other way round.

@@ -17,21 +17,22 @@ use placed_host::cgroup::CgroupPath;
 use placed_host::containers::Container;
 
 use super::events::{Event, EventKind, now_ms};
-use super::{Inner, task};
+use super::handle::Handle;
+use super::shared::Shared;
 
 /// Changes arriving within this window are handled by one resync.
 const DEBOUNCE: Duration = Duration::from_millis(50);
 
-pub(super) fn start(inner: &Arc<Inner>) {
-    let inner = inner.clone();
-    let tracker = inner.tasks.clone();
+pub(super) fn start(shared: &Arc<Shared>) {
+    let shared = shared.clone();
+    let tracker = shared.tasks.clone();
     tracker.spawn(async move {
-        let mut watcher = Watcher::new(&inner);
+        let mut watcher = Watcher::new(&shared);
         loop {
-            resync(&inner).await;
-            let interval = inner.config.containers.resync_interval;
+            resync(&shared).await;
+            let interval = shared.config.containers.resync_interval;
             tokio::select! {
-                _ = inner.cancel.cancelled() => return,
+                _ = shared.cancel.cancelled() => return,
                 _ = tokio::time::sleep(interval) => {}
                 _ = watcher.changed() => tokio::time::sleep(DEBOUNCE).await,
             }
@@ -40,14 +41,14 @@ pub(super) fn start(inner: &Arc<Inner>) {
 }
 
 /// Lists the host's containers: new ones are registered, vanished ones forgotten.
-pub(super) async fn resync(inner: &Arc<Inner>) {
-    let task_inner = inner.clone();
-    let listed = tokio::task::spawn_blocking(move || wanted(&task_inner)).await;
+pub(super) async fn resync(shared: &Arc<Shared>) {
+    let task_shared = shared.clone();
+    let listed = tokio::task::spawn_blocking(move || wanted(&task_shared)).await;
     let found = match listed {
         Ok(Ok(found)) => found,
         Ok(Err(e)) => {
-            inner.metrics.error("discovery");
-            tracing::warn!(error = %e, "cannot list containers");
+            shared.metrics.error("discovery");
+            tracing::warn!(error = %placed_core::text::Chain(&e), "cannot list containers");
             return;
         }
         Err(e) => {
@@ -55,17 +56,17 @@ pub(super) async fn resync(inner: &Arc<Inner>) {
             return;
         }
     };
-    let known: Vec<String> = inner.registry().entries.keys().cloned().collect();
+    let known: Vec<String> = shared.registry().entries.keys().cloned().collect();
     let mut renamed = false;
     for c in found {
         if !known.contains(&c.cgroup.to_string()) {
-            if let Err(e) = task::register(inner, c, None).await.map(|_| ()) {
-                tracing::warn!(error = %e, "cannot register a discovered container");
+            if let Err(e) = Handle::register(shared, c, None).await.map(|_| ()) {
+                tracing::warn!(error = %e.line(), "cannot register a discovered container");
             }
         } else if let Some(name) = c.name {
             // An engine may name a container only after its cgroup appeared, and
             // `docker rename` changes it later: references by name must follow.
-            let mut reg = inner.registry();
+            let mut reg = shared.registry();
             if let Some(entry) = reg.entries.get_mut(&c.cgroup.to_string()) {
                 if entry.record.name != name {
                     tracing::info!(container = %c.cgroup, from = %entry.record.name, to = %name, "renamed");
@@ -76,8 +77,8 @@ pub(super) async fn resync(inner: &Arc<Inner>) {
         }
     }
     if renamed {
-        if let Err(e) = inner.persist().await {
-            tracing::warn!(error = %e, "cannot save the state after a rename");
+        if let Err(e) = shared.persist().await {
+            tracing::warn!(error = %e.line(), "cannot save the state after a rename");
         }
     }
     // Every managed container, found by discovery or handed over by Manage, must still exist.
@@ -85,40 +86,42 @@ pub(super) async fn resync(inner: &Arc<Inner>) {
         let Ok(cg) = CgroupPath::parse(&id) else {
             continue;
         };
-        let exists = inner.host.cgroups().exists(&cg).unwrap_or(true);
+        let exists = shared.host.cgroups().exists(&cg).unwrap_or(true);
         if !exists {
-            forget(inner, &id).await;
+            forget(shared, &id).await;
         }
     }
 }
 
 /// The containers discovery manages on its own: those of the configured runtimes, and the
 /// children of the configured plain cgroups.
-fn wanted(inner: &Inner) -> Result<Vec<Container>, placed_host::enact::Error> {
-    let runtimes = &inner.config.containers.runtimes;
+fn wanted(shared: &Shared) -> Result<Vec<Container>, placed_host::enact::Error> {
+    let runtimes = &shared.config.containers.runtimes;
     let mut out: Vec<Container> = if runtimes.is_empty() {
         Vec::new()
     } else {
-        inner
+        shared
             .host
             .list()?
             .into_iter()
             .filter(|c| runtimes.iter().any(|r| *r == c.runtime.to_string()))
             .collect()
     };
-    for prefix in &inner.config.containers.cgroups {
+    for prefix in &shared.config.containers.cgroups {
         let Ok(parent) = CgroupPath::parse(prefix) else {
             continue;
         };
-        let children = match inner.host.cgroups().children(&parent) {
+        let children = match shared.host.cgroups().children(&parent) {
             Ok(c) => c,
             Err(e) if e.fault() == Fault::NotFound => continue,
             Err(e) => return Err(e.into()),
         };
         for child in children {
-            match inner.host.resolve(&child.to_string()) {
+            match shared.host.resolve(&child.to_string()) {
                 Ok(c) => out.push(c),
-                Err(e) => tracing::debug!(cgroup = %child, error = %e, "skipped"),
+                Err(e) => {
+                    tracing::debug!(cgroup = %child, error = %placed_core::text::Chain(&e), "skipped")
+                }
             }
         }
     }
@@ -126,8 +129,8 @@ fn wanted(inner: &Inner) -> Result<Vec<Container>, placed_host::enact::Error> {
 }
 
 /// A container that is gone: its task stops, its units are free, its record goes.
-pub(super) async fn forget(inner: &Arc<Inner>, id: &str) {
-    let removed = inner.registry().entries.remove(id);
+pub(super) async fn forget(shared: &Arc<Shared>, id: &str) {
+    let removed = shared.registry().entries.remove(id);
     let Some(entry) = removed else {
         return;
     };
@@ -139,10 +142,10 @@ pub(super) async fn forget(inner: &Arc<Inner>, id: &str) {
         .as_ref()
         .is_some_and(|a| !a.units.is_empty())
     {
-        inner.wake_sharers(id);
+        shared.wake_sharers(id);
     }
-    inner.update_gauges();
-    inner.events.send(Event {
+    shared.update_gauges();
+    shared.events.send(Event {
         unix_ms: now_ms(),
         container: id.to_owned(),
         kind: EventKind::Vanished,
@@ -150,8 +153,8 @@ pub(super) async fn forget(inner: &Arc<Inner>, id: &str) {
         placement: None,
         message: format!("{} vanished; forgotten", entry.record.name),
     });
-    if let Err(e) = inner.persist().await {
-        tracing::error!(error = %e, "cannot write the state file");
+    if let Err(e) = shared.persist().await {
+        tracing::error!(error = %e.line(), "cannot write the state file");
     }
 }
 
@@ -162,10 +165,10 @@ struct Watcher {
 }
 
 impl Watcher {
-    fn new(inner: &Inner) -> Self {
+    fn new(shared: &Shared) -> Self {
         let fd = (|| {
             let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok()?;
-            let root = inner.host.cgroups().root().to_path_buf();
+            let root = shared.host.cgroups().root().to_path_buf();
             let mut dirs: Vec<PathBuf> = vec![root.clone()];
             // Where the runtimes put containers, on v1 (per-controller) and v2 alike.
             for sub in [
@@ -179,7 +182,7 @@ impl Watcher {
             ] {
                 dirs.push(root.join(sub));
             }
-            for c in &inner.config.containers.cgroups {
+            for c in &shared.config.containers.cgroups {
                 if let Ok(p) = CgroupPath::parse(c) {
                     dirs.push(p.under(&root));
                 }
@@ -215,8 +218,8 @@ impl Watcher {
             let Ok(mut guard) = fd.readable().await else {
                 return std::future::pending().await;
             };
-            match guard.try_io(|inner| {
-                inner
+            match guard.try_io(|shared| {
+                shared
                     .get_ref()
                     .0
                     .read_events()

@@ -1,25 +1,69 @@
-//! What a daemon command can fail with, classified by who has to act, so that the service
-//! maps each to its gRPC code in one place.
+//! What the daemon's commands and lifecycle can fail with.
+//!
+//! Each error keeps its cause as `source()` and knows its [`Fault`] (who has to act), so
+//! that the gRPC status (`service::status_of`), the log line and the container's `detail`
+//! all come from the type: the message says what the daemon was doing, the cause chain
+//! says why, and nothing is printed twice ([`placed_core::text::Chain`]).
 
+use placed_core::cpuset::{CpuSet, NodeSet};
 use placed_core::fault::Fault;
+use placed_core::placement::PlacementError;
+use placed_core::policy::PolicyError;
+use placed_host::observe::{CompareError, ObserveError, PushedError, SpecError};
+
+use crate::state::StateError;
+
+/// Container names and ids in messages are cut to this many characters: they come from
+/// requests and runtimes, and an answer must not echo 100 KB back.
+const NAME_MAX: usize = 200;
+
+fn clip(s: &str) -> String {
+    placed_core::text::clip(s, NAME_MAX)
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
-    /// The request is malformed (vcpus = 0, goal outside (0, 2], unknown placement id).
-    #[error("{0}")]
-    BadRequest(String),
-    /// No such container, or it stopped.
-    #[error("{0}")]
-    NotFound(String),
+    /// A request field that is malformed or out of range.
+    #[error("{field}: {reason}")]
+    BadRequest { field: &'static str, reason: String },
+
+    /// A policy the request names is unknown or out of range, or a policy cannot decide.
+    #[error("policy")]
+    Policy(#[source] Box<PolicyError>),
+
+    /// A pinned policy or `Place` names a placement that is not an important one.
+    #[error(
+        "placement {} is not an important placement for {vcpus} vCPUs on this machine (placectl placements --vcpus {vcpus} lists them)",
+        clip(.placement)
+    )]
+    UnknownPlacement { placement: String, vcpus: usize },
+
+    /// No important placement exists for this many vCPUs here.
+    #[error("no placement for {vcpus} vCPUs on this machine")]
+    Placements {
+        vcpus: usize,
+        #[source]
+        source: Box<PlacementError>,
+    },
+
+    /// The daemon manages no such container.
+    #[error(
+        "placed manages no container {}; `placectl containers` lists them, and Manage (placectl manage) takes one over",
+        clip(.reference)
+    )]
+    UnknownContainer { reference: String },
+
     /// Another operation on this container is in progress.
     #[error(
-        "container {container} is busy: {operation} since {seconds} s ago; retry when it is done"
+        "container {} is busy: {operation} since {seconds} s ago; retry when it is done",
+        clip(.container)
     )]
     Busy {
         container: String,
         operation: String,
         seconds: u64,
     },
+
     /// No model for this machine class and vCPU count.
     #[error(
         "no model for machine class {fingerprint} with {vcpus} vCPUs in {dir}; train one on this host with `{cmd}` (or copy one trained on an identical host)",
@@ -30,28 +74,212 @@ pub enum DaemonError {
         vcpus: usize,
         dir: String,
     },
-    /// The host or the daemon's state does not allow it (no metric source, no room,
-    /// cgroup not writable).
-    #[error("{0}")]
-    Precondition(String),
-    /// The daemon is starting or stopping, or a transient failure: retry.
-    #[error("{0}")]
-    Unavailable(String),
-    /// A bug or an unexpected failure.
-    #[error("{0}")]
-    Internal(String),
+
+    /// The container has no metric source to be measured with.
+    #[error(
+        "container {} has no metric source: give it one with Manage (placectl manage {} --metric ...), or run on a host with hardware counters",
+        clip(.container), clip(.container)
+    )]
+    NoMetric { container: String },
+
+    /// A perf metric was asked for on a host without a PMU.
+    #[error(
+        "perf counters are not available on this host (no PMU): use a pushed, Prometheus or command metric"
+    )]
+    NoPmu,
+
+    /// A sample was pushed for a container whose metric is not pushed.
+    #[error(
+        "container {} does not take pushed metrics (its metric source is {metric}); set one with Manage",
+        clip(.container)
+    )]
+    NotPushed { container: String, metric: String },
+
+    /// A pushed sample was refused.
+    #[error("sample for {}", clip(.container))]
+    Sample {
+        container: String,
+        #[source]
+        source: Box<PushedError>,
+    },
+
+    /// The units a measurement placement needs are held by other containers.
+    #[error(
+        "no room to measure {} in {placement}: the units it needs are held by other containers",
+        clip(.container)
+    )]
+    NoRoom {
+        container: String,
+        placement: String,
+    },
+
+    /// `Recommend` with a policy that never moves anything.
+    #[error(
+        "policy {policy} never moves a container; choose another policy to get a recommendation"
+    )]
+    NeverMoves { policy: String },
+
+    /// The model policy was ordered before the container had a prediction.
+    #[error(
+        "the model policy needs a prediction for {} first (placectl predict {})",
+        clip(.container), clip(.container)
+    )]
+    NeedsPrediction { container: String },
+
+    /// The container's settings changed while an on-demand prediction ran.
+    #[error("the settings of {} changed during the prediction; ask again", clip(.container))]
+    SettingsChanged { container: String },
+
+    /// The container's metric source could not be built.
+    #[error("metric source of {}", clip(.container))]
+    MetricSource {
+        container: String,
+        #[source]
+        source: Box<SpecError>,
+    },
+
+    /// Measuring the container failed.
+    #[error("measuring {}", clip(.container))]
+    Measure {
+        container: String,
+        #[source]
+        source: Box<ObserveError>,
+    },
+
+    /// Baseline and probe measured different runs of the workload.
+    #[error("comparing the baseline and probe of {}; measuring again", clip(.container))]
+    Compare {
+        container: String,
+        #[source]
+        source: Box<CompareError>,
+    },
+
+    /// The model could not predict from the observations.
+    #[error("predicting {}", clip(.container))]
+    Predict {
+        container: String,
+        #[source]
+        source: Box<placed_models::model::PredictError>,
+    },
+
+    /// Something the host layer did for the daemon failed (resolve, read, move).
+    #[error("{doing} {}", clip(.container))]
+    Host {
+        /// What the daemon was doing ("moving", "resolving", "reading the cpuset of").
+        doing: &'static str,
+        container: String,
+        #[source]
+        source: Box<placed_host::enact::Error>,
+    },
+
+    /// Shutdown stopped a throttled move half-way; the next start settles it.
+    #[error(
+        "moving {}: stopped by shutdown half-way (cpus {cpus}, mems {mems}); the next start settles it",
+        clip(.container)
+    )]
+    StoppedHalfway {
+        container: String,
+        cpus: CpuSet,
+        mems: NodeSet,
+    },
+
+    /// The state file could not be written.
+    #[error("recording the daemon's state")]
+    State(#[source] Box<StateError>),
+
+    /// The daemon is stopping: the operation was not carried out.
+    #[error("placed is stopping")]
+    Stopping,
+
+    /// A blocking task of the daemon panicked or was cancelled.
+    #[error("internal error while {doing}")]
+    Task {
+        doing: &'static str,
+        #[source]
+        source: tokio::task::JoinError,
+    },
 }
 
 impl DaemonError {
-    /// From an error that knows its fault (enactment, containers, cgroups).
-    pub fn from_fault(fault: Fault, message: String) -> Self {
-        match fault {
-            Fault::InvalidInput => Self::BadRequest(message),
-            Fault::NotFound => Self::NotFound(message),
-            Fault::HostConfig => Self::Precondition(message),
-            Fault::Transient => Self::Unavailable(message),
+    /// Who has to act; the gRPC code and the exit code follow from it.
+    pub fn fault(&self) -> Fault {
+        match self {
+            Self::BadRequest { .. } | Self::UnknownPlacement { .. } => Fault::InvalidInput,
+            // The policy is valid; it just never chooses anywhere.
+            Self::NeverMoves { .. } => Fault::HostConfig,
+            Self::Policy(e) if e.is_bad_request() => Fault::InvalidInput,
+            // No prediction yet, no room: the state of the host, not the request.
+            Self::Policy(_) => Fault::HostConfig,
+            Self::Placements { .. } => Fault::InvalidInput,
+            Self::UnknownContainer { .. } => Fault::NotFound,
+            Self::Busy { .. } => Fault::Conflict,
+            Self::NoModel { .. }
+            | Self::NoMetric { .. }
+            | Self::NoPmu
+            | Self::NotPushed { .. }
+            | Self::NeedsPrediction { .. }
+            | Self::Predict { .. } => Fault::HostConfig,
+            Self::NoRoom { .. } => Fault::HostConfig,
+            Self::Sample { source, .. } => match source.as_ref() {
+                PushedError::Invalid { .. } => Fault::InvalidInput,
+                _ => Fault::HostConfig,
+            },
+            Self::MetricSource { source, .. } => {
+                if source.is_bad_input() {
+                    Fault::InvalidInput
+                } else {
+                    Fault::HostConfig
+                }
+            }
+            Self::Measure { source, .. } => match source.as_ref() {
+                ObserveError::TooDisturbed { .. } | ObserveError::Restarted { .. } => {
+                    Fault::Transient
+                }
+                ObserveError::Source { .. } | ObserveError::Noise { .. } => Fault::HostConfig,
+                _ => Fault::Internal,
+            },
+            Self::Compare { .. }
+            | Self::SettingsChanged { .. }
+            | Self::StoppedHalfway { .. }
+            | Self::Stopping => Fault::Transient,
+            Self::Host { source, .. } => source.fault(),
+            // A full disk or a read-only state directory: the operator must act.
+            Self::State(_) => Fault::HostConfig,
+            Self::Task { .. } => Fault::Internal,
         }
     }
+
+    /// Whether the condition may clear by itself (no model yet, no room, a noisy window),
+    /// so that a container waits and retries instead of being marked failed.
+    pub fn may_clear(&self) -> bool {
+        matches!(self.fault(), Fault::HostConfig | Fault::Transient)
+    }
+
+    /// A policy error, in the box the enum keeps it in.
+    pub fn policy(e: PolicyError) -> Self {
+        Self::Policy(Box::new(e))
+    }
+
+    /// A refused request field.
+    pub fn bad(field: &'static str, reason: impl Into<String>) -> Self {
+        Self::BadRequest {
+            field,
+            reason: reason.into(),
+        }
+    }
+
+    /// The message and its causes on one line, as logs, events and answers show it.
+    pub fn line(&self) -> String {
+        placed_core::text::error_line(self)
+    }
+}
+
+/// A blocking task's result, with its panic or cancellation as [`DaemonError::Task`].
+pub(crate) fn joined<T>(
+    doing: &'static str,
+    r: Result<T, tokio::task::JoinError>,
+) -> Result<T, DaemonError> {
+    r.map_err(|source| DaemonError::Task { doing, source })
 }
 
 #[cfg(test)]
@@ -73,5 +301,21 @@ mod tests {
             "{text}"
         );
         assert!(text.contains(&placed_models::train_command(4, "/var/lib/placed/models")));
+        assert_eq!(e.fault(), Fault::HostConfig);
+    }
+
+    #[test]
+    fn causes_are_printed_once_and_long_names_are_clipped() {
+        let e = DaemonError::Policy(Box::new(PolicyError::Goal { goal: 5.0 }));
+        assert_eq!(
+            e.line(),
+            "policy: goal 5 is outside (0, 2]: it is the fraction of baseline performance to keep"
+        );
+        assert_eq!(e.fault(), Fault::InvalidInput);
+        let e = DaemonError::UnknownContainer {
+            reference: "x".repeat(100_000),
+        };
+        assert!(e.line().len() < 500, "{}", e.line().len());
+        assert_eq!(e.fault(), Fault::NotFound);
     }
 }

@@ -1,72 +1,146 @@
-//! The daemon's core (DESIGN.md §3.7): one task per container lifecycle (discovered ->
-//! baseline -> probe -> predicted -> placed -> watched), the commands the API drives it
-//! with, discovery, and the state that survives restarts.
+//! The daemon's core: one task per container lifecycle (discovered -> baseline -> probe ->
+//! predicted -> placed -> watched), the commands the API drives it with, discovery, and the
+//! state that survives restarts.
 //!
 //! # Layout
 //!
-//! - [`Daemon`]: start-up (machine, models, state, adoption), the commands, shutdown.
-//! - `registry`: the managed containers in memory; one operation per container at a time.
-//! - `task`: the per-container lifecycle and the two operations it is built from:
-//!   measuring a container in a placement, and moving it.
+//! - [`Daemon`] (this file): start-up on an [`Environment`] (the host, or a fake one in
+//!   tests), shutdown, and the handle the service holds.
+//! - `commands`: what the API asks of the daemon (manage, predict, recommend, place, report,
+//!   status), each a method of [`Daemon`].
+//! - `shared`: what the tasks and commands share (machine, host, registry, state file,
+//!   metrics), and the move-or-stay rule's inputs.
+//! - `handle`: one managed container, as its task and the commands act on it: its record,
+//!   its state changes and events, its operation lock, its registration.
+//! - `task`: the per-container state machine, and watching a placed container for drift.
+//! - `evaluate`: measuring a container in the model's baseline and probe placements and
+//!   predicting the rest, in its lifecycle or on demand.
+//! - `decide`: applying a policy: what it chooses, and whether moving there pays.
+//! - `moving`: moving a container, journalled in the state file so a crash is settled.
 //! - `adopt`: settling what a previous run left (thaw, finish or undo a migration).
 //! - `discovery`: the cgroup tree watched (inotify) and listed again periodically.
+//! - `registry`: the managed containers in memory; one operation per container at a time.
 //! - `models`: the model files, by machine class and vCPU count.
-//! - `quota`: vCPUs from CPU quotas; where perf counters attach.
 //! - [`events`]: what `Watch` streams and the logs show.
+//! - [`error`]: [`DaemonError`], each with its fault and its cause.
 //!
 //! No gRPC type crosses into this module: the service converts requests into calls here
 //! and [`DaemonError`]s into status codes.
 
 mod adopt;
+mod commands;
+mod decide;
 mod discovery;
-mod error;
+pub mod error;
+mod evaluate;
 pub mod events;
+mod handle;
 mod models;
+mod moving;
 mod quota;
 mod registry;
+mod shared;
 mod task;
 
-use std::collections::HashMap;
-use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
-use tokio::sync::{Notify, broadcast};
-use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
+use tokio::sync::broadcast;
 
 use crate::config::Config;
-use crate::state::{
-    ContainerRecord, Lifecycle, PredictionRecord, StateError, StateStore, VcpuSource,
-};
-use crate::telemetry::{Metrics, StateLabel};
+use crate::state::{ContainerRecord, Lifecycle, StateError};
+use crate::telemetry::Metrics;
+use placed_core::cpuset::{CpuSet, NodeSet};
 use placed_core::machine::{Machine, TopologySource};
-use placed_core::placement::{PlacementSet, important_placements};
-use placed_core::policy::{self, Policy, Situation};
+use placed_core::policy::{self, Policy};
 use placed_host::enact::Host;
-use placed_host::migrate::Mode;
-use placed_host::observe::{Protocol, SourceSpec};
+use placed_host::migrate::{HOLD_ENV, HoldPoint, Mode};
+use placed_host::observe::SourceSpec;
 
 pub use error::DaemonError;
 pub use events::{Event, EventKind};
 pub use models::LoadedModel;
 
-use events::Events;
-use models::ModelLibrary;
-use quota::Controllers;
-use registry::{Entry, Registry};
+use shared::Shared;
 
 /// Why the daemon could not start. Each says what to fix.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
+    #[error("building the machine model")]
+    Machine(#[source] placed_core::machine::MachineError),
+    #[error("finding the cgroup hierarchy")]
+    Host(#[source] placed_host::enact::Error),
     #[error(transparent)]
-    Machine(#[from] placed_core::machine::MachineError),
-    #[error(transparent)]
-    Host(#[from] placed_host::enact::Error),
-    #[error(transparent)]
-    State(#[from] StateError),
-    #[error("invalid configuration: {0}")]
-    Config(String),
+    State(StateError),
+    #[error("the [observe] settings")]
+    Protocol(#[source] placed_host::observe::ObserveError),
+    #[error("internal error while {doing}")]
+    Task {
+        doing: &'static str,
+        #[source]
+        source: tokio::task::JoinError,
+    },
+}
+
+impl StartError {
+    /// Who has to act (all but a panic are the operator's: fix the host, the file, the
+    /// configuration).
+    pub fn fault(&self) -> placed_core::fault::Fault {
+        match self {
+            Self::Task { .. } => placed_core::fault::Fault::Internal,
+            _ => placed_core::fault::Fault::HostConfig,
+        }
+    }
+}
+
+/// What the daemon runs on. [`Environment::detect`] is this host; tests build one on a
+/// fake kernel tree and a synthetic machine, so that the whole lifecycle runs without root.
+#[derive(Debug)]
+pub struct Environment {
+    pub machine: Machine,
+    pub host: Host,
+    /// Whether hardware counters work here (the perf metric is offered only then).
+    pub pmu: bool,
+    /// Where the cpu and perf_event controllers are, for vCPU quotas and perf counters.
+    pub controllers: quota::Controllers,
+    /// Tests only: where migrations wait ([`HoldPoint`]).
+    pub migration_hold: Option<HoldPoint>,
+}
+
+impl Environment {
+    /// This host: its topology (or the configured XML file), its cgroup hierarchy, its PMU.
+    pub async fn detect(config: &Config) -> Result<Self, StartError> {
+        let source = match &config.machine.topology {
+            Some(p) => TopologySource::XmlFile(p.clone()),
+            None => TopologySource::Host,
+        };
+        let machine_file = config.machine.machine_file.clone();
+        let machine =
+            tokio::task::spawn_blocking(move || Machine::load(&source, machine_file.as_deref()))
+                .await
+                .map_err(|source| StartError::Task {
+                    doing: "building the machine model",
+                    source,
+                })?
+                .map_err(StartError::Machine)?;
+        let host = Host::detect().map_err(StartError::Host)?;
+        let migration_hold = HoldPoint::from_env();
+        if let Some(h) = &migration_hold {
+            tracing::warn!(
+                release = %h.release.display(),
+                "{HOLD_ENV} is set: migrations wait after their first chunk while that file exists (a test hook)"
+            );
+        }
+        Ok(Self {
+            machine,
+            host,
+            pmu: placed_host::observe::perf::probe_pmu().is_ok(),
+            controllers: quota::Controllers::from_mountinfo(std::path::Path::new(
+                "/proc/self/mountinfo",
+            )),
+            migration_hold,
+        })
+    }
 }
 
 /// A container as the API shows it.
@@ -100,8 +174,8 @@ pub enum PlaceTarget {
 pub struct PlaceOutcome {
     pub container: String,
     pub placement: Option<String>,
-    pub cpus: placed_core::cpuset::CpuSet,
-    pub mems: placed_core::cpuset::NodeSet,
+    pub cpus: CpuSet,
+    pub mems: NodeSet,
     pub moved: bool,
     pub bytes_moved: u64,
     pub duration: Duration,
@@ -129,383 +203,53 @@ pub struct StatusView {
     pub warnings: Vec<String>,
 }
 
-/// Everything the tasks and commands share.
-#[derive(Debug)]
-pub(crate) struct Inner {
-    pub config: Config,
-    pub machine: Machine,
-    pub host: Host,
-    pub controllers: Controllers,
-    pub models: ModelLibrary,
-    /// Whether hardware counters work here (perf is offered only then).
-    pub pmu: bool,
-    pub protocol: Protocol,
-    registry: Mutex<Registry>,
-    placements: Mutex<HashMap<usize, Arc<PlacementSet>>>,
-    pub events: Events,
-    store: StateStore,
-    /// Orders state-file writes: each takes its snapshot while holding it, so the last write
-    /// is always the newest state.
-    save_lock: tokio::sync::Mutex<()>,
-    pub metrics: Arc<Metrics>,
-    pub cancel: CancellationToken,
-    pub tasks: TaskTracker,
-    started: Instant,
-    /// Migration throughput assumed for the move-or-not rule until a move measures it.
-    migration_bytes_per_s: Mutex<f64>,
-    pub warnings: Mutex<Vec<String>>,
-    /// Tests only: where migrations wait ([`placed_host::migrate::HoldPoint`]).
-    pub migration_hold: Option<placed_host::migrate::HoldPoint>,
-}
-
 /// A handle to the running daemon; cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Daemon {
-    inner: Arc<Inner>,
+    shared: Arc<Shared>,
 }
 
-/// 1 GiB/s: a conservative guess for the kernel's cpuset migration on a server until a move
-/// measures the real figure (the guest here moved 0.2-0.6 GiB/s under emulation).
-const DEFAULT_MIGRATION_BYTES_PER_S: f64 = 1024.0 * 1024.0 * 1024.0;
-
 impl Daemon {
-    /// Builds the machine model, finds the cgroup hierarchy, loads models and the state
-    /// file, adopts the containers it names, and starts discovery. The returned daemon is
-    /// ready to serve.
-    pub async fn start(config: Config, metrics: Arc<Metrics>) -> Result<Self, StartError> {
-        let source = match &config.machine.topology {
-            Some(p) => TopologySource::XmlFile(p.clone()),
-            None => TopologySource::Host,
-        };
-        let machine_file = config.machine.machine_file.clone();
-        let machine =
-            tokio::task::spawn_blocking(move || Machine::load(&source, machine_file.as_deref()))
-                .await
-                .map_err(|e| StartError::Config(format!("machine model task failed: {e}")))??;
-        let host = Host::detect()?;
-        let pmu = placed_host::observe::perf::probe_pmu().is_ok();
-        let mut warnings = Vec::new();
-        if !pmu {
-            warnings.push(
-                "no hardware performance counters here: containers need a metric source (pushed, Prometheus or command) for the model policy".to_owned(),
-            );
-        }
-        let migration_hold = placed_host::migrate::HoldPoint::from_env();
-        if let Some(h) = &migration_hold {
-            tracing::warn!(
-                release = %h.release.display(),
-                "{} is set: migrations wait after their first chunk while that file exists (a test hook)",
-                placed_host::migrate::HOLD_ENV
-            );
-        }
-        let protocol = config
-            .protocol()
-            .map_err(|e| StartError::Config(e.to_string()))?;
-        let inner = Arc::new(Inner {
-            models: ModelLibrary::new(config.daemon.model_dir.clone()),
-            store: StateStore::new(config.daemon.state_file.clone()),
-            controllers: Controllers::from_mountinfo(Path::new("/proc/self/mountinfo")),
-            protocol,
-            config,
-            machine,
-            host,
-            pmu,
-            registry: Mutex::new(Registry::default()),
-            placements: Mutex::new(HashMap::new()),
-            events: Events::default(),
-            save_lock: tokio::sync::Mutex::new(()),
-            metrics,
-            cancel: CancellationToken::new(),
-            tasks: TaskTracker::new(),
-            started: Instant::now(),
-            migration_bytes_per_s: Mutex::new(DEFAULT_MIGRATION_BYTES_PER_S),
-            warnings: Mutex::new(warnings),
-            migration_hold,
-        });
-        adopt::restore(&inner).await?;
-        inner.update_gauges();
-        discovery::start(&inner);
-        Ok(Self { inner })
+    /// Loads the models and the state file, adopts the containers it names, and starts
+    /// discovery on `env`. The returned daemon is ready to serve.
+    pub async fn start(
+        config: Config,
+        env: Environment,
+        metrics: Arc<Metrics>,
+    ) -> Result<Self, StartError> {
+        let shared = Shared::new(config, env, metrics)?;
+        adopt::restore(&shared).await?;
+        shared.update_gauges();
+        discovery::start(&shared);
+        Ok(Self { shared })
     }
 
     pub fn machine(&self) -> &Machine {
-        &self.inner.machine
+        &self.shared.machine
+    }
+
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.shared.metrics
     }
 
     /// The throttled migration mode at the configured cap.
     pub fn throttled_mode(&self) -> Mode {
-        Mode::Throttled {
-            bytes_per_sec: self
-                .inner
-                .config
-                .policy
-                .throttle_mib_per_s
-                .saturating_mul(1 << 20),
-        }
+        self.shared.throttled_mode()
     }
 
     /// The model policy's default goal, for requests that leave it unset.
     pub fn config_goal(&self) -> f64 {
-        self.inner.config.policy.goal
-    }
-
-    pub fn metrics(&self) -> &Arc<Metrics> {
-        &self.inner.metrics
-    }
-
-    /// The important placements for `v` vCPUs, computed once per `v`.
-    pub fn placements(&self, v: usize) -> Result<Arc<PlacementSet>, DaemonError> {
-        self.inner.placements(v)
-    }
-
-    pub fn containers(&self) -> Vec<ContainerView> {
-        let reg = self.inner.registry();
-        reg.entries.values().map(view).collect()
-    }
-
-    pub fn container(&self, reference: &str) -> Result<ContainerView, DaemonError> {
-        let reg = self.inner.registry();
-        reg.find(reference)
-            .map(view)
-            .ok_or_else(|| not_found(reference))
-    }
-
-    /// Takes a container under management, or changes its settings.
-    pub async fn manage(&self, req: ManageRequest) -> Result<ContainerView, DaemonError> {
-        if req.vcpus == Some(0) {
-            return Err(DaemonError::BadRequest(
-                "vcpus must be at least 1 (0 means: take it from the container)".into(),
-            ));
-        }
-        if let Some(p) = &req.policy {
-            p.validate()
-                .map_err(|e| DaemonError::BadRequest(e.to_string()))?;
-        }
-        if let Some(v) = req.vcpus {
-            // Refuse a v with no placement now, not later in the task.
-            self.inner.placements(v)?;
-        }
-        if let Some(SourceSpec::Perf { .. }) = &req.metric {
-            if !self.inner.pmu {
-                return Err(DaemonError::Precondition(
-                    "perf counters are not available on this host (no PMU): use a pushed, Prometheus or command metric".into(),
-                ));
-            }
-        }
-        let known = self.inner.registry().key_of(&req.container);
-        let id = match known {
-            Some(id) => id,
-            None => {
-                let inner = self.inner.clone();
-                let reference = req.container.clone();
-                let container = tokio::task::spawn_blocking(move || inner.host.resolve(&reference))
-                    .await
-                    .map_err(|e| DaemonError::Internal(e.to_string()))?
-                    .map_err(|e| DaemonError::from_fault(e.fault(), e.to_string()))?;
-                match task::register(&self.inner, container, Some(&req)).await? {
-                    // Registered with the requested settings before its task started.
-                    task::Registered::New(id) => return self.container(&id),
-                    // Discovery got there first: change its settings like any other's.
-                    task::Registered::Known(id) => id,
-                }
-            }
-        };
-        // One operation per container: settings never change under a measurement or a move
-        // (an evaluation for the old v would write its result back for the new one, and a
-        // container mid-migration would be sent back to the start of its lifecycle).
-        let guard = self
-            .inner
-            .with_entry(&id, |e| e.try_begin("changing its settings"))
-            .ok_or_else(|| not_found(&req.container))??;
-        {
-            let mut reg = self.inner.registry();
-            let entry = reg
-                .entries
-                .get_mut(&id)
-                .ok_or_else(|| not_found(&req.container))?;
-            let before = (
-                entry.record.vcpus,
-                entry.record.policy.clone(),
-                entry.record.metric.clone(),
-            );
-            if let Some(v) = req.vcpus {
-                if entry.record.vcpus != v {
-                    // A prediction is for one v: a new v needs a new one.
-                    entry.record.prediction = None;
-                }
-                entry.record.vcpus = v;
-                entry.record.vcpus_source = VcpuSource::Request;
-            }
-            if let Some(p) = req.policy.clone() {
-                entry.record.policy = p;
-            }
-            if let Some(m) = req.metric.clone() {
-                entry.record.metric = Some(m);
-                entry.reporter = None;
-            }
-            let changed = before
-                != (
-                    entry.record.vcpus,
-                    entry.record.policy.clone(),
-                    entry.record.metric.clone(),
-                );
-            if changed {
-                entry.settings += 1;
-            }
-            // New settings, or a container stuck waiting: its task starts over.
-            if changed || matches!(entry.record.state, Lifecycle::Waiting | Lifecycle::Failed) {
-                entry.record.state = Lifecycle::Discovered;
-                entry.record.detail.clear();
-            }
-            entry.record.updated_unix_ms = events::now_ms();
-            entry.wake.notify_one();
-        }
-        let saved = self.inner.persist().await;
-        drop(guard);
-        saved?;
-        self.container(&id)
-    }
-
-    /// The container's prediction: the last one, or a fresh one (which measures it in the
-    /// model's baseline and probe placements, then puts it back).
-    pub async fn predict(&self, reference: &str) -> Result<PredictionRecord, DaemonError> {
-        let id = self.key(reference)?;
-        if let Some(p) = self
-            .inner
-            .with_entry(&id, |e| e.record.prediction.clone())
-            .flatten()
-        {
-            return Ok(p);
-        }
-        task::predict_now(&self.inner, &id).await
-    }
-
-    /// What a policy (the container's own by default) would choose, without moving it.
-    pub async fn recommend(
-        &self,
-        reference: &str,
-        policy: Option<Policy>,
-    ) -> Result<Recommendation, DaemonError> {
-        let id = self.key(reference)?;
-        let (record, taken) = {
-            let reg = self.inner.registry();
-            let e = reg.entries.get(&id).ok_or_else(|| not_found(reference))?;
-            (e.record.clone(), reg.taken_units(&id))
-        };
-        let policy = policy.unwrap_or_else(|| record.policy.clone());
-        policy
-            .validate()
-            .map_err(|e| DaemonError::BadRequest(e.to_string()))?;
-        let set = self.inner.placements(record.vcpus)?;
-        let available: Vec<usize> = (0..self.inner.machine.units.len())
-            .filter(|u| !taken.contains(u))
-            .collect();
-        let predicted = task::usable_prediction(&record).map(task::predicted_list);
-        let situation = Situation {
-            machine: &self.inner.machine,
-            placements: &set,
-            available: &available,
-            predictions: predicted.as_deref(),
-        };
-        let target = policy::decide(&policy, &situation)
-            .map_err(task::policy_error)?
-            .ok_or_else(|| {
-                DaemonError::Precondition(format!(
-                    "policy {} never moves a container; choose another policy to get a recommendation",
-                    policy.name()
-                ))
-            })?;
-        let decision = self.inner.worth_moving(&id, &record, &target).await;
-        let would_move = decision.worth_it && !task::already_there(&record, &target);
-        Ok(Recommendation {
-            container: record.name,
-            would_move,
-            reason: format!("{}; {}", target.reason, decision.reason),
-            target,
-        })
-    }
-
-    /// Moves a container now, by its own policy or a new one.
-    pub async fn place(
-        &self,
-        reference: &str,
-        target: PlaceTarget,
-        mode: Option<Mode>,
-    ) -> Result<PlaceOutcome, DaemonError> {
-        let id = self.key(reference)?;
-        if let PlaceTarget::Policy(p) = &target {
-            p.validate()
-                .map_err(|e| DaemonError::BadRequest(e.to_string()))?;
-            if let Policy::Pinned { placement } = p {
-                let v = self
-                    .inner
-                    .with_entry(&id, |e| e.record.vcpus)
-                    .ok_or_else(|| not_found(reference))?;
-                let set = self.inner.placements(v)?;
-                if set.get(placement).is_none() {
-                    return Err(DaemonError::BadRequest(format!(
-                        "placement {placement:?} is not an important placement for {v} vCPUs on this machine (placectl placements --vcpus {v} lists them)"
-                    )));
-                }
-            }
-        }
-        task::place_now(&self.inner, &id, target, mode).await
-    }
-
-    /// A performance sample pushed for a container whose metric source is `pushed`.
-    pub fn report(&self, reference: &str, value: f64) -> Result<(), DaemonError> {
-        let reg = self.inner.registry();
-        let e = reg.find(reference).ok_or_else(|| not_found(reference))?;
-        let reporter = e.reporter.as_ref().ok_or_else(|| {
-            DaemonError::Precondition(format!(
-                "container {} does not take pushed metrics (its metric source is {}); set one with Manage",
-                e.record.name,
-                e.record
-                    .metric
-                    .as_ref()
-                    .map_or_else(|| "unset".into(), SourceSpec::describe)
-            ))
-        })?;
-        reporter.report(value).map_err(|e| match e {
-            placed_host::observe::PushedError::Invalid { .. } => {
-                DaemonError::BadRequest(e.to_string())
-            }
-            other => DaemonError::Precondition(other.to_string()),
-        })?;
-        self.inner.metrics.metric_samples.inc();
-        Ok(())
+        self.shared.config.policy.goal
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
-        self.inner.events.subscribe()
-    }
-
-    pub fn status(&self) -> StatusView {
-        let counts = self.inner.registry().counts();
-        StatusView {
-            fingerprint: self.inner.machine.fingerprint().to_owned(),
-            uptime: self.inner.started.elapsed(),
-            counts,
-            models: self.inner.models.all(),
-            state_file: self.inner.store.path().display().to_string(),
-            cgroup: format!(
-                "{} ({})",
-                self.inner.host.cgroups().root().display(),
-                self.inner.host.cgroups().version()
-            ),
-            warnings: self
-                .inner
-                .warnings
-                .lock()
-                .map(|w| w.clone())
-                .unwrap_or_default(),
-        }
+        self.shared.events.subscribe()
     }
 
     /// Answers when the daemon's shared state is reachable: for the watchdog.
     pub async fn alive(&self) -> bool {
-        let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || inner.registry().entries.len())
+        let shared = self.shared.clone();
+        tokio::task::spawn_blocking(move || shared.registry().entries.len())
             .await
             .is_ok()
     }
@@ -513,269 +257,15 @@ impl Daemon {
     /// Stops every task (each leaves its container whole and thawed), writes the state, and
     /// thaws anything still frozen.
     pub async fn shutdown(&self) {
-        self.inner.cancel.cancel();
-        self.inner.tasks.close();
-        self.inner.tasks.wait().await;
-        if let Err(e) = self.inner.persist().await {
-            tracing::error!(error = %e, "could not write the state file at shutdown");
+        self.shared.cancel.cancel();
+        self.shared.tasks.close();
+        self.shared.tasks.wait().await;
+        if let Err(e) = self.shared.persist().await {
+            tracing::error!(error = %e.line(), "could not write the state file at shutdown");
         }
         let thawed = placed_host::cgroup::thaw_all();
         if thawed > 0 {
             tracing::warn!(thawed, "thawed containers left frozen at shutdown");
-        }
-    }
-
-    fn key(&self, reference: &str) -> Result<String, DaemonError> {
-        self.inner
-            .registry()
-            .key_of(reference)
-            .ok_or_else(|| not_found(reference))
-    }
-}
-
-fn view(e: &Entry) -> ContainerView {
-    ContainerView {
-        record: e.record.clone(),
-        doing: if e.op.try_lock().is_err() {
-            e.doing.as_ref().map(|(d, _)| d.clone())
-        } else {
-            None
-        },
-    }
-}
-
-/// Resident memory of the processes, from /proc/<pid>/statm.
-fn resident_bytes(pids: &[u32]) -> u64 {
-    // SAFETY: sysconf has no preconditions; it returns -1 for an unknown name.
-    let page = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
-    pids.iter()
-        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/statm")).ok())
-        .filter_map(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .sum::<u64>()
-        * page
-}
-
-fn not_found(reference: &str) -> DaemonError {
-    DaemonError::NotFound(format!(
-        "placed manages no container {reference:?}; `placectl containers` lists them, and Manage (placectl manage) takes one over"
-    ))
-}
-
-impl Inner {
-    /// Takes the registry lock. Holders never await or do I/O, so a panic inside cannot
-    /// leave a half-done change that matters more than losing the daemon; poisoning is
-    /// ignored rather than turning one panic into a dead daemon.
-    pub(crate) fn registry(&self) -> MutexGuard<'_, Registry> {
-        self.registry.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    pub(crate) fn with_entry<R>(&self, id: &str, f: impl FnOnce(&mut Entry) -> R) -> Option<R> {
-        self.registry().entries.get_mut(id).map(f)
-    }
-
-    pub(crate) fn placements(&self, v: usize) -> Result<Arc<PlacementSet>, DaemonError> {
-        if let Some(s) = self
-            .placements
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&v)
-        {
-            return Ok(s.clone());
-        }
-        let set = Arc::new(
-            important_placements(&self.machine, v)
-                .map_err(|e| DaemonError::BadRequest(e.to_string()))?,
-        );
-        self.placements
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(v, set.clone());
-        Ok(set)
-    }
-
-    /// Writes the state file from a snapshot taken now.
-    pub(crate) async fn persist(&self) -> Result<(), DaemonError> {
-        let _order = self.save_lock.lock().await;
-        let state = crate::state::State {
-            written_unix_ms: events::now_ms(),
-            fingerprint: self.machine.fingerprint().to_owned(),
-            containers: self
-                .registry()
-                .entries
-                .values()
-                .map(|e| e.record.clone())
-                .collect(),
-        };
-        let store = self.store.clone();
-        let result = tokio::task::spawn_blocking(move || store.save(&state))
-            .await
-            .map_err(|e| DaemonError::Internal(e.to_string()))?;
-        result.map_err(|e| {
-            self.metrics.error("state");
-            DaemonError::Internal(e.to_string())
-        })
-    }
-
-    /// Refreshes the per-state gauge.
-    pub(crate) fn update_gauges(&self) {
-        let counts = self.registry().counts();
-        for (state, n) in counts {
-            self.metrics
-                .containers
-                .get_or_create(&StateLabel {
-                    state: state.name().into(),
-                })
-                .set(i64::try_from(n).unwrap_or(i64::MAX));
-        }
-    }
-
-    /// The move-or-stay rule's inputs for moving `record` to `target`, and its verdict.
-    pub(crate) async fn worth_moving(
-        self: &Arc<Self>,
-        id: &str,
-        record: &ContainerRecord,
-        target: &policy::Target,
-    ) -> policy::MoveDecision {
-        let current_units = record
-            .assigned
-            .as_ref()
-            .map_or(self.machine.units.len(), |a| {
-                if a.units.is_empty() {
-                    self.machine.units.len()
-                } else {
-                    a.units.len()
-                }
-            });
-        let current_predicted = task::usable_prediction(record).and_then(|p| {
-            record
-                .assigned
-                .as_ref()
-                .and_then(|a| a.placement.as_deref())
-                .and_then(|id| p.relative(id))
-        });
-        let held = self.registry().taken_units(id);
-        let inner = self.clone();
-        let (rec, to_mems) = (record.clone(), target.mems.clone());
-        // /proc/<pid>/numa_maps of a large process takes a while to read.
-        let (trespassing, bytes_to_move) =
-            tokio::task::spawn_blocking(move || inner.exposure(&rec, &held, &to_mems))
-                .await
-                .unwrap_or((false, u64::MAX));
-        let migration_bytes_per_s = *self
-            .migration_bytes_per_s
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        policy::worth_moving(
-            &policy::MoveCost {
-                current_units,
-                current_predicted,
-                trespassing,
-                bytes_to_move,
-                migration_bytes_per_s,
-                horizon_s: self.config.policy.horizon.as_secs_f64(),
-            },
-            target,
-        )
-    }
-
-    /// Where the container runs now, against the units others hold and the target's nodes:
-    /// whether it runs on another container's units, and the resident bytes on nodes the
-    /// target leaves out (what a move would migrate).
-    fn exposure(
-        &self,
-        record: &ContainerRecord,
-        held_by_others: &[usize],
-        to_mems: &placed_core::cpuset::NodeSet,
-    ) -> (bool, u64) {
-        let Ok(cg) = placed_host::cgroup::CgroupPath::parse(&record.id) else {
-            return (false, 0);
-        };
-        let (cpus, mems) = match (self.host.cgroups().cpuset(&cg), &record.assigned) {
-            (Ok(now), _) => (now.effective_cpus, now.effective_mems),
-            (Err(_), Some(a)) => (a.cpus.clone(), a.mems.clone()),
-            (Err(_), None) => (
-                self.machine.pus.usable.clone(),
-                self.machine
-                    .units
-                    .iter()
-                    .fold(placed_core::cpuset::NodeSet::new(), |acc, u| {
-                        acc.union(&u.mems)
-                    }),
-            ),
-        };
-        let trespassing = held_by_others.iter().any(|&u| {
-            self.machine
-                .units
-                .get(u)
-                .is_some_and(|unit| unit.cpus.intersects(&cpus) || unit.mems.intersects(&mems))
-        });
-        if mems.is_subset(to_mems) {
-            // The target keeps every node the memory may be on: nothing migrates.
-            return (trespassing, 0);
-        }
-        let procs = self.host.cgroups().procs(&cg).unwrap_or_default();
-        let bytes = match placed_host::migrate::Proc::host().footprint(&procs) {
-            Ok(per_node) => per_node.outside(to_mems),
-            // Per-node figures unreadable: count all of it, the most a move can migrate.
-            Err(e) => {
-                tracing::debug!(container = %record.name, error = %e, "numa_maps unreadable; counting all resident memory");
-                resident_bytes(&procs)
-            }
-        };
-        (trespassing, bytes)
-    }
-
-    /// Wakes every aggressive container but `except`, to be placed again: they share only
-    /// units nobody holds, and what nobody holds just changed.
-    pub(crate) fn wake_sharers(&self, except: &str) {
-        let reg = self.registry();
-        for (key, e) in &reg.entries {
-            if key != except && matches!(e.record.policy, Policy::Aggressive) {
-                e.wake.notify_one();
-            }
-        }
-    }
-
-    /// The configured migration mode.
-    pub(crate) fn migration_mode(&self) -> Mode {
-        match self.config.policy.migration.as_str() {
-            "fast" => Mode::fast(),
-            "throttled" => Mode::Throttled {
-                bytes_per_sec: self
-                    .config
-                    .policy
-                    .throttle_mib_per_s
-                    .saturating_mul(1 << 20),
-            },
-            _ => Mode::Kernel,
-        }
-    }
-
-    pub(crate) fn learn_migration_speed(&self, bytes: u64, seconds: f64) {
-        // Only moves big enough to time meaningfully update the estimate.
-        if bytes >= 64 << 20 && seconds > 0.01 {
-            let mut bw = self
-                .migration_bytes_per_s
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            *bw = bytes as f64 / seconds;
-        }
-    }
-
-    pub(crate) fn new_entry(
-        &self,
-        record: ContainerRecord,
-        container: placed_host::containers::Container,
-    ) -> Entry {
-        Entry {
-            record,
-            container,
-            op: Arc::new(tokio::sync::Mutex::new(())),
-            doing: None,
-            reporter: None,
-            cancel: self.cancel.child_token(),
-            wake: Arc::new(Notify::new()),
-            settings: 0,
         }
     }
 }

@@ -56,13 +56,8 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// Finds a container by its id (cgroup path), runtime id, name, or a unique prefix of
-    /// the runtime id (12 hex digits as `docker ps` shows).
-    pub fn find(&self, reference: &str) -> Option<&Entry> {
-        let key = self.key_of(reference)?;
-        self.entries.get(&key)
-    }
-
+    /// The key of the container a reference names: its id (cgroup path), runtime id,
+    /// name, or a unique prefix of the runtime id (12 hex digits as `docker ps` shows).
     pub fn key_of(&self, reference: &str) -> Option<String> {
         if self.entries.contains_key(reference) {
             return Some(reference.to_owned());

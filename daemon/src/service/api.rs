@@ -4,6 +4,7 @@
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 
+use placed_core::fault::Fault;
 use placed_proto::v1 as pb;
 use placed_proto::v1::placed_server::Placed;
 use tokio_stream::{Stream, StreamExt};
@@ -47,18 +48,21 @@ impl Api {
     }
 }
 
-/// The one place daemon errors become gRPC codes.
+/// The one place daemon errors become gRPC codes: from who has to act ([`Fault`]), with
+/// the error and its causes on one line as the message.
 pub fn status_of(e: DaemonError) -> Status {
-    let message = e.to_string();
-    match e {
-        DaemonError::BadRequest(_) => Status::invalid_argument(message),
-        DaemonError::NotFound(_) => Status::not_found(message),
-        DaemonError::Busy { .. } => Status::aborted(message),
-        DaemonError::NoModel { .. } | DaemonError::Precondition(_) => {
-            Status::failed_precondition(message)
-        }
-        DaemonError::Unavailable(_) => Status::unavailable(message),
-        DaemonError::Internal(_) => Status::internal(message),
+    status_for(e.fault(), e.line())
+}
+
+/// The gRPC status of an error of this fault.
+pub fn status_for(fault: Fault, message: String) -> Status {
+    match fault {
+        Fault::InvalidInput => Status::invalid_argument(message),
+        Fault::NotFound => Status::not_found(message),
+        Fault::HostConfig => Status::failed_precondition(message),
+        Fault::Transient => Status::unavailable(message),
+        Fault::Conflict => Status::aborted(message),
+        Fault::Internal => Status::internal(message),
     }
 }
 
@@ -392,16 +396,17 @@ impl Api {
                     // A container placed does not manage: the stream is aimed at the wrong
                     // daemon or an old name, and every sample would be lost, so it fails
                     // as a whole instead of counting rejections.
-                    Err(DaemonError::NotFound(message)) => {
+                    Err(e) if e.fault() == Fault::NotFound => {
                         return Err(Status::not_found(format!(
-                            "{message} ({accepted} earlier samples of this stream were accepted)"
+                            "{} ({accepted} earlier samples of this stream were accepted)",
+                            e.line()
                         )));
                     }
                     // One bad sample (NaN, a container not taking pushed metrics) is
                     // rejected alone: the stream goes on.
                     Err(e) => {
                         rejected += 1;
-                        last_error = e.to_string();
+                        last_error = e.line();
                     }
                 },
                 // The client went away mid-stream: what arrived counts, nothing is waiting

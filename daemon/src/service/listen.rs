@@ -12,13 +12,13 @@ use crate::config::{Config, TlsConfig};
 pub enum ListenError {
     #[error("another placed is already listening on {path}; stop it first")]
     InUse { path: PathBuf },
-    #[error("cannot listen on {path}: {source}")]
+    #[error("cannot listen on {path}")]
     Bind {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
-    #[error("cannot set permissions {mode:o} on {path}: {source}")]
+    #[error("cannot set permissions {mode:o} on {path}")]
     Mode {
         path: PathBuf,
         mode: u32,
@@ -27,25 +27,41 @@ pub enum ListenError {
     },
     #[error("socket group {group:?} does not exist; create it or unset grpc.socket_group")]
     NoGroup { group: String },
-    #[error("cannot give {path} to group {group:?}: {source}")]
+    #[error("cannot give {path} to group {group:?}")]
     Chown {
         path: PathBuf,
         group: String,
         #[source]
         source: nix::Error,
     },
-    #[error("cannot read TLS file {path}: {source}")]
+    #[error("cannot read TLS file {path}")]
     TlsFile {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
-    #[error("cannot listen on {addr}: {source}")]
+    #[error("cannot listen on {addr}")]
     Tcp {
         addr: std::net::SocketAddr,
         #[source]
         source: std::io::Error,
     },
+}
+
+impl ListenError {
+    /// Who has to act: a setting that names something missing is the configuration's;
+    /// the rest is the host's.
+    pub fn fault(&self) -> placed_core::fault::Fault {
+        use placed_core::fault::Fault;
+        match self {
+            Self::NoGroup { .. } | Self::TlsFile { .. } => Fault::InvalidInput,
+            Self::InUse { .. }
+            | Self::Bind { .. }
+            | Self::Mode { .. }
+            | Self::Chown { .. }
+            | Self::Tcp { .. } => Fault::HostConfig,
+        }
+    }
 }
 
 /// Binds the Unix socket. A socket file left by a daemon that died is removed; one that

@@ -51,14 +51,30 @@ impl Serving {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
-    #[error("gRPC server on {what}: {source}")]
+    #[error("gRPC server on {what}")]
     Transport {
         what: String,
         #[source]
         source: tonic::transport::Error,
     },
+    #[error("the TLS settings of TCP {addr} (grpc.tls)")]
+    Tls {
+        addr: String,
+        #[source]
+        source: tonic::transport::Error,
+    },
     #[error("reflection service: {0}")]
     Reflection(String),
+}
+
+impl ServeError {
+    /// Who has to act: unusable TLS files are the configuration's; the rest is ours.
+    pub fn fault(&self) -> placed_core::fault::Fault {
+        match self {
+            Self::Tls { .. } => placed_core::fault::Fault::InvalidInput,
+            Self::Transport { .. } | Self::Reflection(_) => placed_core::fault::Fault::Internal,
+        }
+    }
 }
 
 /// Serves on the Unix listener and, when given, on TCP with TLS, until `shutdown`.
@@ -110,8 +126,8 @@ pub async fn serve(
             let mut builder =
                 Server::builder()
                     .tls_config(tls)
-                    .map_err(|source| ServeError::Transport {
-                        what: format!("TCP {addr}"),
+                    .map_err(|source| ServeError::Tls {
+                        addr: addr.clone(),
                         source,
                     })?;
             let router = builder

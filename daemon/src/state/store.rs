@@ -32,13 +32,13 @@ struct Header {
 
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
-    #[error("cannot read state file {path}: {source}")]
+    #[error("cannot read state file {path}")]
     Read {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
-    #[error("cannot write state file {path}: {source}")]
+    #[error("cannot write state file {path}")]
     Write {
         path: PathBuf,
         #[source]

@@ -583,7 +583,7 @@ fn a_cancelled_move_finishes_fast_and_stays_on_both_nodes_throttled() {
 }
 
 /// `placectl move` killed by Ctrl-C (SIGINT) halfway through a frozen fast move, and by
-/// SIGTERM halfway through a throttled one: it exits 2 saying so, and leaves the container
+/// SIGTERM halfway through a throttled one: it exits 130 saying so, and leaves the container
 /// thawed, on a whole cpuset, its processes alive.
 #[test]
 fn placectl_move_interrupted_by_a_signal_leaves_the_container_in_order() {
@@ -642,11 +642,15 @@ fn placectl_move_interrupted_by_a_signal_leaves_the_container_in_order() {
     let pid = cg.start(&path, "threads=2,mib=128");
     let mut child = placectl(&cg, &["--migrate", "fast", "--workers", "1"]);
     wait_held(&mut child);
-    assert!(host.cgroups().is_frozen(&path).unwrap(), "held, but not frozen");
+    assert!(
+        host.cgroups().is_frozen(&path).unwrap(),
+        "held, but not frozen"
+    );
     signal(&child, libc::SIGINT);
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    // Exit 130: interrupted, stopped in good order (placed_core::exit).
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("interrupted by SIGINT"), "{stderr}");
     assert!(
         !host.cgroups().is_frozen(&path).unwrap(),
@@ -673,7 +677,8 @@ fn placectl_move_interrupted_by_a_signal_leaves_the_container_in_order() {
     signal(&child, libc::SIGTERM);
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    // Exit 130: interrupted, stopped in good order (placed_core::exit).
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
     assert!(
         stderr.contains("interrupted by SIGTERM") && stderr.contains("uncapped"),
         "{stderr}"

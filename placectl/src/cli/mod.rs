@@ -3,6 +3,7 @@
 
 pub mod daemon;
 pub mod enact;
+pub mod exit;
 mod placements;
 pub mod table;
 mod topology;
@@ -16,24 +17,8 @@ pub use topology::render_topology;
 
 use std::io::Write;
 
-/// placectl's exit codes, documented in `placectl --help` and the README.
+pub use exit::{Exit, StatusError, UsageError, exit_of};
 pub use placed_core::text::{error_line, human_bytes};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exit {
-    /// The command did what was asked.
-    Success = 0,
-    /// A clean "no": the question had an answer and it was negative.
-    No = 1,
-    /// Bad input or a failure; the message says which.
-    Error = 2,
-}
-
-impl From<Exit> for std::process::ExitCode {
-    fn from(e: Exit) -> Self {
-        std::process::ExitCode::from(e as u8)
-    }
-}
 
 /// Writes to stdout; a closed pipe (`placectl ... | head`) is success, not an error.
 pub fn emit(text: &str) -> Exit {
@@ -43,7 +28,7 @@ pub fn emit(text: &str) -> Exit {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Exit::Success,
         Err(e) => {
             eprintln!("placectl: error: cannot write output: {e}");
-            Exit::Error
+            Exit::Failed
         }
     }
 }

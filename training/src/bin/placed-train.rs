@@ -6,6 +6,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+use placed_core::exit::Exit;
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -16,14 +18,14 @@ use placed_host::observe::Protocol;
 use placed_models::categories::CategoryParams;
 use placed_models::forest::ForestParams;
 use placed_models::{Dataset, TrainOptions, evaluate, fit};
-use placed_training::collect::{self, CollectError, Summary, human};
-use placed_training::pipeline::{self, PipelineError};
+use placed_training::collect::{self, Summary, human};
+use placed_training::pipeline;
 use placed_training::simulate::{SimMachine, SimulationOptions, simulate};
 use placed_training::workloads::{self, kernels};
 use placed_training::{calibrate, plot, report};
 
 #[derive(Parser, Debug)]
-#[command(name = "placed-train", version, about)]
+#[command(name = "placed-train", version, about, after_help = Exit::help_table())]
 enum Cli {
     /// Run workloads in every important placement of this host and append the measurements
     /// to a data file (resumes an interrupted collection). Needs root and cpusets.
@@ -285,10 +287,11 @@ fn main() -> ExitCode {
         Err(e) => {
             let _ = e.print();
             return if e.use_stderr() {
-                ExitCode::from(2)
+                Exit::BadInput
             } else {
-                ExitCode::SUCCESS
-            };
+                Exit::Success
+            }
+            .into();
         }
     };
     tracing_subscriber::fmt()
@@ -299,26 +302,10 @@ fn main() -> ExitCode {
         )
         .init();
     match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => Exit::Success.into(),
         Err(e) => {
             eprintln!("placed-train: error: {e:#}");
-            let interrupted = |c: &CollectError| matches!(c, CollectError::Interrupted { .. });
-            let code = if let Some(p) = e.downcast_ref::<PipelineError>() {
-                match p {
-                    PipelineError::Collect(c) if interrupted(c) => 130,
-                    p => p.exit_code(),
-                }
-            } else if e.downcast_ref::<CollectError>().is_some_and(interrupted)
-                || matches!(
-                    e.downcast_ref::<calibrate::CalibrateError>(),
-                    Some(calibrate::CalibrateError::Interrupted { .. })
-                )
-            {
-                130
-            } else {
-                2
-            };
-            ExitCode::from(code)
+            placed_training::exit::exit_of(e.as_ref()).into()
         }
     }
 }

@@ -1,0 +1,261 @@
+//! What the API asks of the daemon. Each command checks its request, then acts on one
+//! container through its [`Handle`], taking the container's operation lock without waiting
+//! (a busy container answers [`DaemonError::Busy`]).
+
+use std::sync::Arc;
+
+use crate::state::{Lifecycle, PredictionRecord, VcpuSource};
+use placed_core::policy::{self, Policy, Situation};
+use placed_host::migrate::Mode;
+use placed_host::observe::{PushedError, SourceSpec};
+
+use super::decide::{already_there, predicted_list};
+use super::error::{DaemonError, joined};
+use super::evaluate::usable_prediction;
+use super::events::now_ms;
+use super::handle::{Handle, Registered};
+use super::registry::Entry;
+use super::{
+    ContainerView, Daemon, ManageRequest, PlaceOutcome, PlaceTarget, Recommendation, StatusView,
+};
+
+fn view(e: &Entry) -> ContainerView {
+    ContainerView {
+        record: e.record.clone(),
+        doing: if e.op.try_lock().is_err() {
+            e.doing.as_ref().map(|(d, _)| d.clone())
+        } else {
+            None
+        },
+    }
+}
+
+impl Daemon {
+    /// The important placements for `v` vCPUs, computed once per `v`.
+    pub fn placements(
+        &self,
+        v: usize,
+    ) -> Result<Arc<placed_core::placement::PlacementSet>, DaemonError> {
+        self.shared.placements(v)
+    }
+
+    pub fn containers(&self) -> Vec<ContainerView> {
+        self.shared.registry().entries.values().map(view).collect()
+    }
+
+    pub fn container(&self, reference: &str) -> Result<ContainerView, DaemonError> {
+        let handle = self.shared.find(reference)?;
+        handle.with(|e| view(e))
+    }
+
+    /// Takes a container under management, or changes its settings.
+    pub async fn manage(&self, req: ManageRequest) -> Result<ContainerView, DaemonError> {
+        self.check_manage(&req)?;
+        let handle = match self.shared.find(&req.container) {
+            Ok(h) => h,
+            Err(_) => {
+                let shared = self.shared.clone();
+                let reference = req.container.clone();
+                let resolved =
+                    tokio::task::spawn_blocking(move || shared.host.resolve(&reference)).await;
+                let container = joined("finding a container", resolved)?.map_err(|source| {
+                    DaemonError::Host {
+                        doing: "finding",
+                        container: req.container.clone(),
+                        source: Box::new(source),
+                    }
+                })?;
+                match Handle::register(&self.shared, container, Some(&req)).await? {
+                    // Registered with the requested settings before its task started.
+                    Registered::New(h) => return h.with(|e| view(e)),
+                    // Discovery got there first: change its settings like any other's.
+                    Registered::Known(h) => h,
+                }
+            }
+        };
+        // One operation per container: settings never change under a measurement or a move
+        // (an evaluation for the old v would write its result back for the new one, and a
+        // container mid-migration would be sent back to the start of its lifecycle).
+        let guard = handle.try_begin("changing its settings")?;
+        handle.with(|entry| apply_settings(entry, &req))?;
+        let saved = self.shared.persist().await;
+        drop(guard);
+        saved?;
+        handle.with(|e| view(e))
+    }
+
+    /// What `manage` refuses before touching anything.
+    fn check_manage(&self, req: &ManageRequest) -> Result<(), DaemonError> {
+        if req.vcpus == Some(0) {
+            return Err(DaemonError::bad(
+                "vcpus",
+                "must be at least 1 (0 means: take it from the container)",
+            ));
+        }
+        if let Some(p) = &req.policy {
+            p.validate().map_err(DaemonError::policy)?;
+        }
+        if let Some(v) = req.vcpus {
+            // Refuse a v with no placement now, not later in the task.
+            self.shared.placements(v)?;
+        }
+        if matches!(&req.metric, Some(SourceSpec::Perf { .. })) && !self.shared.pmu {
+            return Err(DaemonError::NoPmu);
+        }
+        Ok(())
+    }
+
+    /// The container's prediction: the last one, or a fresh one (which measures it in the
+    /// model's baseline and probe placements, then puts it back).
+    pub async fn predict(&self, reference: &str) -> Result<PredictionRecord, DaemonError> {
+        let handle = self.shared.find(reference)?;
+        if let Some(p) = handle.with(|e| e.record.prediction.clone())? {
+            return Ok(p);
+        }
+        handle.predict_now().await
+    }
+
+    /// What a policy (the container's own by default) would choose, without moving it.
+    pub async fn recommend(
+        &self,
+        reference: &str,
+        policy: Option<Policy>,
+    ) -> Result<Recommendation, DaemonError> {
+        let handle = self.shared.find(reference)?;
+        let record = handle.record()?;
+        let policy = policy.unwrap_or_else(|| record.policy.clone());
+        policy.validate().map_err(DaemonError::policy)?;
+        let set = self.shared.placements(record.vcpus)?;
+        let available = handle.available_units();
+        let predicted = usable_prediction(&record).map(predicted_list);
+        let situation = Situation {
+            machine: &self.shared.machine,
+            placements: &set,
+            available: &available,
+            predictions: predicted.as_deref(),
+        };
+        let target = policy::decide(&policy, &situation)
+            .map_err(DaemonError::policy)?
+            .ok_or(DaemonError::NeverMoves {
+                policy: policy.name(),
+            })?;
+        let decision = self.shared.worth_moving(&handle.id, &record, &target).await;
+        let would_move = decision.worth_it && !already_there(&record, &target);
+        Ok(Recommendation {
+            container: record.name,
+            would_move,
+            reason: format!("{}; {}", target.reason, decision.reason),
+            target,
+        })
+    }
+
+    /// Moves a container now, by its own policy or a new one.
+    pub async fn place(
+        &self,
+        reference: &str,
+        target: PlaceTarget,
+        mode: Option<Mode>,
+    ) -> Result<PlaceOutcome, DaemonError> {
+        let handle = self.shared.find(reference)?;
+        if let PlaceTarget::Policy(p) = &target {
+            p.validate().map_err(DaemonError::policy)?;
+            if let Policy::Pinned { placement } = p {
+                let v = handle.with(|e| e.record.vcpus)?;
+                if self.shared.placements(v)?.get(placement).is_none() {
+                    return Err(DaemonError::UnknownPlacement {
+                        placement: placement.clone(),
+                        vcpus: v,
+                    });
+                }
+            }
+        }
+        handle.place_now(target, mode).await
+    }
+
+    /// A performance sample pushed for a container whose metric source is `pushed`.
+    pub fn report(&self, reference: &str, value: f64) -> Result<(), DaemonError> {
+        let handle = self.shared.find(reference)?;
+        let (name, reporter, metric) = handle.with(|e| {
+            (
+                e.record.name.clone(),
+                e.reporter.clone(),
+                e.record.metric.clone(),
+            )
+        })?;
+        let reporter = reporter.ok_or_else(|| DaemonError::NotPushed {
+            container: name.clone(),
+            metric: metric
+                .as_ref()
+                .map_or_else(|| "unset".into(), SourceSpec::describe),
+        })?;
+        reporter
+            .report(value)
+            .map_err(|source: PushedError| DaemonError::Sample {
+                container: name,
+                source: Box::new(source),
+            })?;
+        self.shared.metrics.metric_samples.inc();
+        Ok(())
+    }
+
+    pub fn status(&self) -> StatusView {
+        let s = &self.shared;
+        StatusView {
+            fingerprint: s.machine.fingerprint().to_owned(),
+            uptime: s.started.elapsed(),
+            counts: s.registry().counts(),
+            models: s.models.all(),
+            state_file: s.store.path().display().to_string(),
+            cgroup: format!(
+                "{} ({})",
+                s.host.cgroups().root().display(),
+                s.host.cgroups().version()
+            ),
+            warnings: s.warnings.lock().map(|w| w.clone()).unwrap_or_default(),
+        }
+    }
+}
+
+/// Applies `Manage`'s settings to a container's entry; a change (or a container stuck
+/// waiting) sends its task back to the start of its lifecycle.
+fn apply_settings(entry: &mut Entry, req: &ManageRequest) {
+    let before = (
+        entry.record.vcpus,
+        entry.record.policy.clone(),
+        entry.record.metric.clone(),
+    );
+    if let Some(v) = req.vcpus {
+        if entry.record.vcpus != v {
+            // A prediction is for one v: a new v needs a new one.
+            entry.record.prediction = None;
+        }
+        entry.record.vcpus = v;
+        entry.record.vcpus_source = VcpuSource::Request;
+    }
+    if let Some(p) = req.policy.clone() {
+        entry.record.policy = p;
+    }
+    if let Some(m) = &req.metric {
+        // The same spec again keeps the source, and with it a pushed metric's reporter:
+        // dropping that would refuse every later sample (an idempotent Manage must not).
+        if entry.record.metric.as_ref() != Some(m) {
+            entry.record.metric = Some(m.clone());
+            entry.reporter = None;
+        }
+    }
+    let changed = before
+        != (
+            entry.record.vcpus,
+            entry.record.policy.clone(),
+            entry.record.metric.clone(),
+        );
+    if changed {
+        entry.settings += 1;
+    }
+    if changed || matches!(entry.record.state, Lifecycle::Waiting | Lifecycle::Failed) {
+        entry.record.state = Lifecycle::Discovered;
+        entry.record.detail.clear();
+    }
+    entry.record.updated_unix_ms = now_ms();
+    entry.wake.notify_one();
+}

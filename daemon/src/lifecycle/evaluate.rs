@@ -1,0 +1,353 @@
+//! Baseline, probe, prediction (the thesis's section 2.4.2): a container measured in the
+//! model's two placements and the forest's predicted vector stored on its record, as a
+//! step of its lifecycle or on demand (`Predict`, which puts the container back after).
+
+use placed_models::Observation;
+
+use crate::state::{
+    ContainerRecord, Lifecycle, ObservationRecord, PredictedRecord, PredictionRecord,
+};
+use placed_core::placement::{PlacementSet, instantiate};
+use placed_core::policy::Target;
+use placed_host::cgroup::CgroupPath;
+use placed_host::migrate::Mode;
+use placed_host::observe::{
+    AnySource, Measurement, ProcProbe, SourceSpec, Target as NoiseTarget, Verdict, compare, measure,
+};
+
+use super::error::DaemonError;
+use super::events::{EventKind, now_ms};
+use super::handle::Handle;
+use super::moving::Journal;
+
+/// A prediction that applies to the container as it is now (one for another v does not).
+pub(crate) fn usable_prediction(rec: &ContainerRecord) -> Option<&PredictionRecord> {
+    rec.prediction.as_ref().filter(|p| p.vcpus == rec.vcpus)
+}
+
+/// The metric source a task measures with, built on demand and rebuilt when the container's
+/// metric spec changes.
+#[derive(Debug, Default)]
+pub(crate) struct MetricSlot {
+    built: Option<(SourceSpec, AnySource)>,
+}
+
+impl MetricSlot {
+    /// The source for the record's spec, built (or rebuilt) now if needed.
+    pub async fn ensure(
+        &mut self,
+        handle: &Handle,
+        rec: &ContainerRecord,
+    ) -> Result<&mut AnySource, DaemonError> {
+        let spec = rec.metric.clone().ok_or_else(|| DaemonError::NoMetric {
+            container: rec.name.clone(),
+        })?;
+        let stale = self.built.as_ref().is_none_or(|(s, _)| *s != spec);
+        let slot = if stale {
+            let shared = &handle.shared;
+            let cg = cgroup_of(rec);
+            let dir = shared
+                .controllers
+                .perf_dir(&cg)
+                .unwrap_or_else(|| cg.under(shared.host.cgroups().root()));
+            let cpus = shared.machine.pus.usable.clone();
+            let (built, reporter) = spec.build(&rec.name, &dir, &cpus).await.map_err(|source| {
+                DaemonError::MetricSource {
+                    container: rec.name.clone(),
+                    source: Box::new(source),
+                }
+            })?;
+            handle.with(|e| e.reporter = reporter)?;
+            Some(self.built.insert((spec, built)))
+        } else {
+            self.built.as_mut()
+        };
+        slot.map(|(_, source)| source)
+            .ok_or_else(|| DaemonError::NoMetric {
+                container: rec.name.clone(),
+            })
+    }
+
+    /// Measures the container where it is now.
+    pub async fn measure_here(
+        &mut self,
+        handle: &Handle,
+        rec: &ContainerRecord,
+    ) -> Result<Measurement, DaemonError> {
+        let shared = handle.shared.clone();
+        let source = self.ensure(handle, rec).await?;
+        let dir = cgroup_of(rec).under(shared.host.cgroups().root());
+        let cpus = rec.assigned.as_ref().map(|a| a.cpus.clone());
+        let probe = ProcProbe::new(NoiseTarget::Cgroup(dir), cpus);
+        measure(source, &probe, &shared.protocol)
+            .await
+            .map_err(|source| {
+                let e = DaemonError::Measure {
+                    container: rec.name.clone(),
+                    source: Box::new(source),
+                };
+                if e.fault() == placed_core::fault::Fault::HostConfig {
+                    shared.metrics.error("observe");
+                }
+                e
+            })
+    }
+}
+
+/// A record's cgroup. Records are keyed by their cgroup's path, parsed when they were made.
+fn cgroup_of(rec: &ContainerRecord) -> CgroupPath {
+    CgroupPath::parse(&rec.id).unwrap_or_else(|_| CgroupPath::root())
+}
+
+fn observation(m: &Measurement) -> Observation {
+    Observation {
+        value: m.estimate.value,
+        spread: (m.estimate.hi - m.estimate.lo) / 2.0,
+        ..Default::default()
+    }
+}
+
+impl Handle {
+    /// Measures the container in the model's baseline and probe placements and stores the
+    /// prediction, unless the settings changed meanwhile (`None`: start over). The container
+    /// is left in the probe placement. `journal` says whether each move is recorded in the
+    /// state file (the lifecycle) or the caller has recorded where to put it back (Predict).
+    pub async fn evaluate(
+        &self,
+        set: &PlacementSet,
+        source: &mut MetricSlot,
+        generation: u64,
+        journal: Journal,
+    ) -> Result<Option<PredictionRecord>, DaemonError> {
+        let shared = self.shared.clone();
+        let rec = self.record()?;
+        let loaded = shared
+            .models
+            .find(shared.machine.fingerprint(), set)
+            .ok_or_else(|| self.no_model(rec.vcpus))?;
+        let model = loaded.model.clone();
+        source.ensure(self, &rec).await?;
+        let mut measured: Vec<(String, Measurement)> = Vec::with_capacity(2);
+        for (state, placement_id) in [
+            (Lifecycle::Baseline, model.baseline().to_owned()),
+            (Lifecycle::Probe, model.probe().to_owned()),
+        ] {
+            let target = self.measurement_target(set, &rec, state, &placement_id, model.id())?;
+            self.set_state(state, &format!("measuring in {placement_id}"));
+            self.move_to(&target, &Mode::Kernel, journal).await?;
+            let rec_now = self.record()?;
+            let m = source.measure_here(self, &rec_now).await?;
+            measured.push((placement_id, m));
+        }
+        let (baseline, probe) = (&measured[0].1, &measured[1].1);
+        let mut warnings = Vec::new();
+        let c = compare(
+            baseline,
+            probe,
+            shared.protocol.confidence,
+            shared.protocol.margin,
+        )
+        .map_err(|source| DaemonError::Compare {
+            container: rec.name.clone(),
+            source: Box::new(source),
+        })?;
+        if c.verdict == Verdict::Inconclusive {
+            warnings.push(format!(
+                "baseline and probe could not be told apart (ratio {:.3}, interval {:.3}-{:.3}): the prediction rests on a noisy probe",
+                c.ratio.value, c.ratio.lo, c.ratio.hi
+            ));
+        }
+        let predicted = model
+            .predict(&observation(baseline), &observation(probe))
+            .map_err(|source| DaemonError::Predict {
+                container: rec.name.clone(),
+                source: Box::new(source),
+            })?;
+        shared.metrics.predictions.inc();
+        if let Some(n) = &predicted.novelty {
+            warnings.push(format!(
+                "no training workload behaved like this one (probe at {:.2} x baseline, nearest category expects {:.2}-{:.2}): the prediction extrapolates",
+                n.probe_ratio, n.nearest_interval.0, n.nearest_interval.1
+            ));
+        }
+        if predicted.provenance != placed_models::Provenance::Real {
+            warnings.push(format!(
+                "model trained on {} data: not real placement results",
+                predicted.provenance
+            ));
+        }
+        let prediction = PredictionRecord {
+            model_id: predicted.model_id.clone(),
+            model_path: loaded.path.display().to_string(),
+            provenance: predicted.provenance,
+            vcpus: rec.vcpus,
+            baseline: model.baseline().to_owned(),
+            probe: model.probe().to_owned(),
+            observations: measured
+                .iter()
+                .map(|(p, m)| ObservationRecord {
+                    placement: p.clone(),
+                    value: m.estimate.value,
+                    low: m.estimate.lo,
+                    high: m.estimate.hi,
+                    source: m.source.clone(),
+                    windows: m.windows.len(),
+                    dropped: m.dropped(),
+                })
+                .collect(),
+            placements: predicted
+                .placements
+                .iter()
+                .map(|p| PredictedRecord {
+                    placement: p.id.clone(),
+                    relative: p.relative,
+                    spread: p.spread,
+                    measured: p.measured,
+                })
+                .collect(),
+            warnings,
+            unix_ms: now_ms(),
+        };
+        let stored = self.with(|e| e.store_prediction(prediction.clone(), generation))?;
+        if !stored {
+            tracing::info!(container = %rec.name, vcpus = rec.vcpus, "settings changed during the evaluation: its prediction is discarded");
+            return Ok(None);
+        }
+        self.set_state(Lifecycle::Predicted, "");
+        self.event(
+            EventKind::Predicted,
+            Lifecycle::Predicted,
+            None,
+            format!(
+                "predicted with model {} ({}); baseline {:.3} {}",
+                prediction.model_id,
+                prediction.provenance,
+                baseline.estimate.value,
+                baseline.source
+            ),
+        );
+        if journal == Journal::EachMove {
+            shared.persist().await?;
+        }
+        Ok(Some(prediction))
+    }
+
+    fn no_model(&self, vcpus: usize) -> DaemonError {
+        DaemonError::NoModel {
+            fingerprint: self.shared.machine.fingerprint().to_owned(),
+            vcpus,
+            dir: self.shared.models.dir().display().to_string(),
+        }
+    }
+
+    /// Where to measure the container in `placement_id`: a concrete instance on the units
+    /// it may use.
+    fn measurement_target(
+        &self,
+        set: &PlacementSet,
+        rec: &ContainerRecord,
+        state: Lifecycle,
+        placement_id: &str,
+        model_id: &str,
+    ) -> Result<Target, DaemonError> {
+        let shared = &self.shared;
+        let unknown = || DaemonError::UnknownPlacement {
+            placement: placement_id.to_owned(),
+            vcpus: rec.vcpus,
+        };
+        // The model was found for this very placement set, so its placements are in it.
+        let placement = set.get(placement_id).ok_or_else(unknown)?;
+        let inst = instantiate(
+            &shared.machine,
+            rec.vcpus,
+            placement,
+            &self.available_units(),
+        )
+        .map_err(|source| DaemonError::Placements {
+            vcpus: rec.vcpus,
+            source: Box::new(source),
+        })?
+        .ok_or_else(|| DaemonError::NoRoom {
+            container: rec.name.clone(),
+            placement: placement_id.to_owned(),
+        })?;
+        Ok(Target {
+            placement: Some(inst.id.clone()),
+            units: inst.units,
+            cpus: inst.cpus,
+            mems: inst.mems,
+            predicted: None,
+            reason: format!("{} placement of model {model_id}", state.name()),
+        })
+    }
+
+    /// An on-demand prediction: measured in baseline and probe, then put back where it
+    /// was. The state file is written twice: before (where to put the container back, which
+    /// a restart after a crash honours) and after.
+    pub async fn predict_now(&self) -> Result<PredictionRecord, DaemonError> {
+        let _guard = self.try_begin("predicting (baseline and probe)")?;
+        let (rec, generation) = self.settings()?;
+        let set = self.shared.placements(rec.vcpus)?;
+        // Fail before moving anything when there is no model.
+        if self
+            .shared
+            .models
+            .find(self.shared.machine.fingerprint(), &set)
+            .is_none()
+        {
+            return Err(self.no_model(rec.vcpus));
+        }
+        let resume = rec.assigned.clone();
+        let back_to = match &resume {
+            Some(a) => Target {
+                placement: a.placement.clone(),
+                units: a.units.clone(),
+                cpus: a.cpus.clone(),
+                mems: a.mems.clone(),
+                predicted: None,
+                reason: "back where it was before the prediction".into(),
+            },
+            None => {
+                let now = self.current_cpuset().await?;
+                Target {
+                    placement: None,
+                    units: Vec::new(),
+                    cpus: now.effective_cpus,
+                    mems: now.effective_mems,
+                    predicted: None,
+                    reason: "back where it was before the prediction".into(),
+                }
+            }
+        };
+        self.with(|e| {
+            e.record.resume = Some(crate::state::Assigned {
+                placement: back_to.placement.clone(),
+                units: back_to.units.clone(),
+                cpus: back_to.cpus.clone(),
+                mems: back_to.mems.clone(),
+            });
+        })?;
+        self.shared.persist().await?;
+        let mut source = MetricSlot::default();
+        let result = self
+            .evaluate(&set, &mut source, generation, Journal::Covered)
+            .await;
+        // Whatever happened, put it back.
+        let back = self
+            .move_to(&back_to, &Mode::Kernel, Journal::Covered)
+            .await;
+        let _ = self.with(|e| {
+            e.record.resume = None;
+            if resume.is_none() {
+                e.record.assigned = None;
+            }
+        });
+        self.set_state(Lifecycle::Watched, "");
+        self.shared.persist().await?;
+        let prediction = result?.ok_or_else(|| DaemonError::SettingsChanged {
+            container: rec.name.clone(),
+        })?;
+        back?;
+        Ok(prediction)
+    }
+}

@@ -1,0 +1,358 @@
+//! What every container task and every command shares: the configuration, the machine,
+//! the host, the models, the registry of managed containers, the state file, events and
+//! metrics; and the inputs of the move-or-stay rule.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::config::Config;
+use crate::state::{ContainerRecord, StateStore};
+use crate::telemetry::{Metrics, StateLabel};
+use placed_core::cpuset::NodeSet;
+use placed_core::machine::Machine;
+use placed_core::placement::{PlacementSet, important_placements};
+use placed_core::policy::{self, Policy};
+use placed_host::containers::Container;
+use placed_host::enact::Host;
+use placed_host::migrate::{HoldPoint, Mode};
+use placed_host::observe::Protocol;
+
+use super::error::{DaemonError, joined};
+use super::events::{Events, now_ms};
+use super::handle::Handle;
+use super::models::ModelLibrary;
+use super::quota::Controllers;
+use super::registry::{Entry, Registry};
+use super::{Environment, StartError};
+
+/// 1 GiB/s: a conservative guess for the kernel's cpuset migration on a server until a move
+/// measures the real figure (the guest here moved 0.2-0.6 GiB/s under emulation).
+const DEFAULT_MIGRATION_BYTES_PER_S: f64 = 1024.0 * 1024.0 * 1024.0;
+
+/// Everything the tasks and commands share.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub config: Config,
+    pub machine: Machine,
+    pub host: Host,
+    pub controllers: Controllers,
+    pub models: ModelLibrary,
+    /// Whether hardware counters work here (perf is offered only then).
+    pub pmu: bool,
+    pub protocol: Protocol,
+    registry: Mutex<Registry>,
+    placements: Mutex<HashMap<usize, Arc<PlacementSet>>>,
+    pub events: Events,
+    pub store: StateStore,
+    /// Orders state-file writes: each takes its snapshot while holding it, so the last write
+    /// is always the newest state. Held by a task of its own for the whole write, so that a
+    /// request cancelled mid-save cannot let a second save start beside the first.
+    save_lock: tokio::sync::Mutex<()>,
+    pub metrics: Arc<Metrics>,
+    pub cancel: CancellationToken,
+    pub tasks: TaskTracker,
+    pub started: Instant,
+    /// Migration throughput assumed for the move-or-not rule until a move measures it.
+    migration_bytes_per_s: Mutex<f64>,
+    pub warnings: Mutex<Vec<String>>,
+    /// Tests only: where migrations wait ([`HoldPoint`]).
+    pub migration_hold: Option<HoldPoint>,
+}
+
+impl Shared {
+    pub fn new(
+        config: Config,
+        env: Environment,
+        metrics: Arc<Metrics>,
+    ) -> Result<Arc<Self>, StartError> {
+        let mut warnings = Vec::new();
+        if !env.pmu {
+            warnings.push(
+                "no hardware performance counters here: containers need a metric source (pushed, Prometheus or command) for the model policy".to_owned(),
+            );
+        }
+        let protocol = config.protocol().map_err(StartError::Protocol)?;
+        Ok(Arc::new(Self {
+            models: ModelLibrary::new(config.daemon.model_dir.clone()),
+            store: StateStore::new(config.daemon.state_file.clone()),
+            controllers: env.controllers,
+            protocol,
+            config,
+            machine: env.machine,
+            host: env.host,
+            pmu: env.pmu,
+            registry: Mutex::new(Registry::default()),
+            placements: Mutex::new(HashMap::new()),
+            events: Events::default(),
+            save_lock: tokio::sync::Mutex::new(()),
+            metrics,
+            cancel: CancellationToken::new(),
+            tasks: TaskTracker::new(),
+            started: Instant::now(),
+            migration_bytes_per_s: Mutex::new(DEFAULT_MIGRATION_BYTES_PER_S),
+            warnings: Mutex::new(warnings),
+            migration_hold: env.migration_hold,
+        }))
+    }
+
+    /// Takes the registry lock. Holders never await or do I/O, so a panic inside cannot
+    /// leave a half-done change that matters more than losing the daemon; poisoning is
+    /// ignored rather than turning one panic into a dead daemon.
+    pub fn registry(&self) -> MutexGuard<'_, Registry> {
+        self.registry.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The container a reference names (id, name, runtime id or its unique prefix).
+    pub fn find(self: &Arc<Self>, reference: &str) -> Result<Handle, DaemonError> {
+        self.registry()
+            .key_of(reference)
+            .map(|id| Handle::new(self.clone(), id))
+            .ok_or_else(|| DaemonError::UnknownContainer {
+                reference: reference.to_owned(),
+            })
+    }
+
+    /// The important placements for `v` vCPUs, computed once per `v`.
+    pub fn placements(&self, v: usize) -> Result<Arc<PlacementSet>, DaemonError> {
+        let cached = self
+            .placements
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&v)
+            .cloned();
+        if let Some(s) = cached {
+            return Ok(s);
+        }
+        let set = Arc::new(important_placements(&self.machine, v).map_err(|source| {
+            DaemonError::Placements {
+                vcpus: v,
+                source: Box::new(source),
+            }
+        })?);
+        self.placements
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(v, set.clone());
+        Ok(set)
+    }
+
+    /// Writes the state file from a snapshot taken now.
+    pub async fn persist(self: &Arc<Self>) -> Result<(), DaemonError> {
+        let shared = self.clone();
+        // The whole save runs in a task of its own, which takes the snapshot once it holds
+        // the lock and keeps the lock until the file is renamed into place. A caller that
+        // gives up (a cancelled request drops this future) can no longer release the lock
+        // while its write goes on and let a second save start beside the first; and since
+        // each snapshot is taken in lock order, the last write is the newest state.
+        let save = tokio::spawn(async move {
+            let _order = shared.save_lock.lock().await;
+            let state = shared.snapshot();
+            let store = shared.store.clone();
+            tokio::task::spawn_blocking(move || store.save(&state)).await
+        });
+        let saved = joined("writing the state file", save.await)?;
+        joined("writing the state file", saved)?.map_err(|e| {
+            self.metrics.error("state");
+            DaemonError::State(Box::new(e))
+        })
+    }
+
+    fn snapshot(&self) -> crate::state::State {
+        crate::state::State {
+            written_unix_ms: now_ms(),
+            fingerprint: self.machine.fingerprint().to_owned(),
+            containers: self
+                .registry()
+                .entries
+                .values()
+                .map(|e| e.record.clone())
+                .collect(),
+        }
+    }
+
+    /// Refreshes the per-state gauge.
+    pub fn update_gauges(&self) {
+        let counts = self.registry().counts();
+        for (state, n) in counts {
+            self.metrics
+                .containers
+                .get_or_create(&StateLabel {
+                    state: state.name().into(),
+                })
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
+    }
+
+    /// Units the container `id` may use: the free ones and its own.
+    pub fn available_units(&self, id: &str) -> Vec<usize> {
+        let taken = self.registry().taken_units(id);
+        (0..self.machine.units.len())
+            .filter(|u| !taken.contains(u))
+            .collect()
+    }
+
+    /// The move-or-stay rule's inputs for moving `record` to `target`, and its verdict.
+    pub async fn worth_moving(
+        self: &Arc<Self>,
+        id: &str,
+        record: &ContainerRecord,
+        target: &policy::Target,
+    ) -> policy::MoveDecision {
+        let current_units = record
+            .assigned
+            .as_ref()
+            .map_or(self.machine.units.len(), |a| {
+                if a.units.is_empty() {
+                    self.machine.units.len()
+                } else {
+                    a.units.len()
+                }
+            });
+        let current_predicted = super::evaluate::usable_prediction(record).and_then(|p| {
+            record
+                .assigned
+                .as_ref()
+                .and_then(|a| a.placement.as_deref())
+                .and_then(|id| p.relative(id))
+        });
+        let held = self.registry().taken_units(id);
+        let shared = self.clone();
+        let (rec, to_mems) = (record.clone(), target.mems.clone());
+        // /proc/<pid>/numa_maps of a large process takes a while to read.
+        let (trespassing, bytes_to_move) =
+            tokio::task::spawn_blocking(move || shared.exposure(&rec, &held, &to_mems))
+                .await
+                .unwrap_or((false, u64::MAX));
+        let migration_bytes_per_s = *self
+            .migration_bytes_per_s
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        policy::worth_moving(
+            &policy::MoveCost {
+                current_units,
+                current_predicted,
+                trespassing,
+                bytes_to_move,
+                migration_bytes_per_s,
+                horizon_s: self.config.policy.horizon.as_secs_f64(),
+            },
+            target,
+        )
+    }
+
+    /// Where the container runs now, against the units others hold and the target's nodes:
+    /// whether it runs on another container's units, and the resident bytes on nodes the
+    /// target leaves out (what a move would migrate).
+    fn exposure(
+        &self,
+        record: &ContainerRecord,
+        held_by_others: &[usize],
+        to_mems: &NodeSet,
+    ) -> (bool, u64) {
+        let Ok(cg) = placed_host::cgroup::CgroupPath::parse(&record.id) else {
+            return (false, 0);
+        };
+        let (cpus, mems) = match (self.host.cgroups().cpuset(&cg), &record.assigned) {
+            (Ok(now), _) => (now.effective_cpus, now.effective_mems),
+            (Err(_), Some(a)) => (a.cpus.clone(), a.mems.clone()),
+            (Err(_), None) => (
+                self.machine.pus.usable.clone(),
+                self.machine
+                    .units
+                    .iter()
+                    .fold(NodeSet::new(), |acc, u| acc.union(&u.mems)),
+            ),
+        };
+        let trespassing = held_by_others.iter().any(|&u| {
+            self.machine
+                .units
+                .get(u)
+                .is_some_and(|unit| unit.cpus.intersects(&cpus) || unit.mems.intersects(&mems))
+        });
+        if mems.is_subset(to_mems) {
+            // The target keeps every node the memory may be on: nothing migrates.
+            return (trespassing, 0);
+        }
+        let procs = self.host.cgroups().procs(&cg).unwrap_or_default();
+        let bytes = match placed_host::migrate::Proc::host().footprint(&procs) {
+            Ok(per_node) => per_node.outside(to_mems),
+            // Per-node figures unreadable: count all of it, the most a move can migrate.
+            Err(e) => {
+                tracing::debug!(container = %record.name, error = %placed_core::text::Chain(&e), "numa_maps unreadable; counting all resident memory");
+                resident_bytes(&procs)
+            }
+        };
+        (trespassing, bytes)
+    }
+
+    /// Wakes every aggressive container but `except`, to be placed again: they share only
+    /// units nobody holds, and what nobody holds just changed.
+    pub fn wake_sharers(&self, except: &str) {
+        let reg = self.registry();
+        for (key, e) in &reg.entries {
+            if key != except && matches!(e.record.policy, Policy::Aggressive) {
+                e.wake.notify_one();
+            }
+        }
+    }
+
+    /// The throttled migration mode at the configured cap.
+    pub fn throttled_mode(&self) -> Mode {
+        Mode::Throttled {
+            bytes_per_sec: self
+                .config
+                .policy
+                .throttle_mib_per_s
+                .saturating_mul(1 << 20),
+        }
+    }
+
+    /// The configured migration mode.
+    pub fn migration_mode(&self) -> Mode {
+        match self.config.policy.migration.as_str() {
+            "fast" => Mode::fast(),
+            "throttled" => self.throttled_mode(),
+            _ => Mode::Kernel,
+        }
+    }
+
+    pub fn learn_migration_speed(&self, bytes: u64, seconds: f64) {
+        // Only moves big enough to time meaningfully update the estimate.
+        if bytes >= 64 << 20 && seconds > 0.01 {
+            let mut bw = self
+                .migration_bytes_per_s
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            *bw = bytes as f64 / seconds;
+        }
+    }
+
+    pub fn new_entry(&self, record: ContainerRecord, container: Container) -> Entry {
+        Entry {
+            record,
+            container,
+            op: Arc::new(tokio::sync::Mutex::new(())),
+            doing: None,
+            reporter: None,
+            cancel: self.cancel.child_token(),
+            wake: Arc::new(Notify::new()),
+            settings: 0,
+        }
+    }
+}
+
+/// Resident memory of the processes, from /proc/<pid>/statm.
+fn resident_bytes(pids: &[u32]) -> u64 {
+    // SAFETY: sysconf has no preconditions; it returns -1 for an unknown name.
+    let page = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+    pids.iter()
+        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/statm")).ok())
+        .filter_map(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .sum::<u64>()
+        * page
+}

@@ -1,0 +1,133 @@
+//! The daemon's whole life, from listeners to exit: bind the API and metrics listeners,
+//! serve (health NOT_SERVING) while the daemon restores its state, report ready to
+//! systemd, run until told to stop, then stop in order: health NOT_SERVING, every
+//! container task (each leaves its container whole and thawed), the state file, the
+//! listeners, the socket file.
+//!
+//! The binary parses flags, reads the configuration, sets up logging and signals, and calls
+//! [`run`]; everything else is here, where tests can reach it.
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::lifecycle::{Daemon, Environment, StartError};
+use crate::service::{self, ServeError, listen::ListenError};
+use crate::systemd;
+use crate::telemetry::{self, Metrics};
+use placed_core::fault::Fault;
+
+/// Why the daemon stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("setting up the API listeners")]
+    Listen(#[source] ListenError),
+    #[error("serving metrics on {addr} (metrics.listen)")]
+    Metrics {
+        addr: std::net::SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("serving the API")]
+    Serve(#[source] ServeError),
+    #[error("starting")]
+    Start(#[source] StartError),
+}
+
+impl RunError {
+    /// Who has to act.
+    pub fn fault(&self) -> Fault {
+        match self {
+            Self::Start(e) => e.fault(),
+            Self::Serve(e) => e.fault(),
+            Self::Listen(e) => e.fault(),
+            Self::Metrics { .. } => Fault::HostConfig,
+        }
+    }
+}
+
+/// Runs the daemon on this host until `stop` is cancelled.
+pub async fn run(config: Config, stop: CancellationToken) -> Result<(), RunError> {
+    let unix = service::listen::bind_unix(&config)
+        .await
+        .map_err(RunError::Listen)?;
+    let tcp = match (&config.grpc.tcp, &config.grpc.tls) {
+        (Some(addr), Some(tls)) => {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|source| {
+                    RunError::Listen(ListenError::Tcp {
+                        addr: *addr,
+                        source,
+                    })
+                })?;
+            Some((
+                listener,
+                service::listen::server_tls(tls).map_err(RunError::Listen)?,
+            ))
+        }
+        _ => None,
+    };
+    let metrics = Arc::new(Metrics::default());
+    let metrics_listener = if config.metrics.enabled {
+        let addr = config.metrics.listen;
+        Some(
+            telemetry::bind_metrics(addr)
+                .await
+                .map_err(|source| RunError::Metrics { addr, source })?,
+        )
+    } else {
+        None
+    };
+    let (serving, servers) = service::serve(unix, tcp, stop.clone())
+        .await
+        .map_err(RunError::Serve)?;
+    if let Some(l) = metrics_listener {
+        tokio::spawn(telemetry::serve_metrics(l, metrics.clone(), stop.clone()));
+    }
+    let socket = config.grpc.socket.clone();
+    tracing::info!(socket = %socket.display(), "listening; restoring state");
+    systemd::status("restoring state");
+
+    let started = match Environment::detect(&config).await {
+        Ok(env) => Daemon::start(config, env, metrics).await,
+        Err(e) => Err(e),
+    };
+    let daemon = match started {
+        Ok(d) => d,
+        Err(e) => {
+            stop.cancel();
+            let _ = servers.wait().await;
+            let _ = std::fs::remove_file(&socket);
+            return Err(RunError::Start(e));
+        }
+    };
+    serving.ready(daemon.clone()).await;
+    let m = daemon.machine();
+    let ready = format!(
+        "serving on {}: {} ({}), {} allocation units",
+        socket.display(),
+        m.source,
+        m.fingerprint(),
+        m.units.len()
+    );
+    tracing::info!("{ready}");
+    systemd::ready(&ready);
+    if let Some(interval) = systemd::watchdog_interval() {
+        let d = daemon.clone();
+        tokio::spawn(systemd::watchdog(interval, stop.clone(), move || {
+            let d = d.clone();
+            async move { d.alive().await }
+        }));
+    }
+
+    stop.cancelled().await;
+    tracing::info!("stopping");
+    systemd::stopping();
+    serving.stopping().await;
+    daemon.shutdown().await;
+    let result = servers.wait().await;
+    let _ = std::fs::remove_file(&socket);
+    result.map_err(RunError::Serve)
+}
