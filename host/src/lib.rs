@@ -1,6 +1,6 @@
 //! `placed-host`: everything `placed` does to and reads from the running host, on top of
-//! [`placed_core`]: cgroup cpusets, container discovery, memory migration, enactment and
-//! observation. No gRPC, no daemon state.
+//! [`placed_core`]: cgroup cpusets, container discovery, memory migration, enactment,
+//! observation, and stopping on a signal. No gRPC, no daemon state.
 //!
 //! # Layout
 //!
@@ -16,9 +16,13 @@
 //! - [`observe`]: how fast a container runs where it is: metric sources (pushed, Prometheus,
 //!   perf counters, an operator's command), the measurement protocol (warm-up, sub-windows,
 //!   median and interval, noise per window) and the ratio comparison of two placements.
+//! - [`stop`]: SIGINT, SIGTERM and SIGHUP as one stop request ([`stop::Stop`]): a flag for
+//!   blocking work, a cancellation token for async code, the signal's name for messages;
+//!   SIGHUP may be routed to a reload hook instead.
 
 pub mod cgroup;
 pub mod containers;
 pub mod enact;
 pub mod migrate;
 pub mod observe;
+pub mod stop;

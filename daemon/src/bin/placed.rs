@@ -1,6 +1,7 @@
 //! `placed`: the NUMA placement daemon.
 //!
-//! Parses flags, reads the config, sets up logging and signals, binds the listeners, and
+//! Parses flags, reads the config, sets up logging and signals (SIGINT, SIGTERM and SIGHUP
+//! stop it cleanly, through `placed_host::stop`), binds the listeners, and
 //! hands over to the library: `service::serve` for the API and `lifecycle::Daemon` for
 //! everything else.
 
@@ -10,13 +11,13 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Parser;
-use tokio_util::sync::CancellationToken;
 
 use placed::config::Config;
 use placed::lifecycle::Daemon;
 use placed::service;
 use placed::systemd;
 use placed::telemetry::{self, Metrics};
+use placed_host::stop::{OnHangup, Signal, SignalWatch, Stop};
 
 #[derive(Parser, Debug)]
 #[command(name = "placed", version, about = "NUMA placement daemon")]
@@ -97,8 +98,13 @@ fn main() -> ExitCode {
 }
 
 async fn run(config: Config) -> anyhow::Result<()> {
-    let cancel = CancellationToken::new();
-    spawn_signal_handler(cancel.clone())?;
+    let stop = Stop::new();
+    // SIGHUP stops cleanly too until the daemon reloads its configuration on it
+    // (OnHangup::Reload is the hook for that).
+    let _signals = SignalWatch::start(&stop, OnHangup::Stop, |signal| {
+        tracing::info!(signal = signal.name(), "stop requested");
+    })?;
+    let cancel = stop.token();
 
     let unix = service::listen::bind_unix(&config).await?;
     let tcp = match (&config.grpc.tcp, &config.grpc.tls) {
@@ -132,7 +138,7 @@ async fn run(config: Config) -> anyhow::Result<()> {
     let daemon = match Daemon::start(config, metrics).await {
         Ok(d) => d,
         Err(e) => {
-            cancel.cancel();
+            stop.request();
             let _ = servers.wait().await;
             let _ = std::fs::remove_file(&socket);
             return Err(e.into());
@@ -158,26 +164,14 @@ async fn run(config: Config) -> anyhow::Result<()> {
     }
 
     cancel.cancelled().await;
-    tracing::info!("stopping");
+    tracing::info!(
+        signal = stop.signal().map_or("none", Signal::name),
+        "stopping"
+    );
     systemd::stopping();
     serving.stopping().await;
     daemon.shutdown().await;
     let result = servers.wait().await;
     let _ = std::fs::remove_file(&socket);
     result.map_err(Into::into)
-}
-
-/// SIGTERM (systemd, docker stop) and SIGINT (Ctrl-C) both stop the daemon cleanly.
-fn spawn_signal_handler(cancel: CancellationToken) -> anyhow::Result<()> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
-    let mut int = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
-    tokio::spawn(async move {
-        tokio::select! {
-            _ = term.recv() => tracing::info!("SIGTERM"),
-            _ = int.recv() => tracing::info!("SIGINT"),
-        }
-        cancel.cancel();
-    });
-    Ok(())
 }
