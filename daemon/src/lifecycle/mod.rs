@@ -11,7 +11,6 @@
 //! - `adopt`: settling what a previous run left (thaw, finish or undo a migration).
 //! - `discovery`: the cgroup tree watched (inotify) and listed again periodically.
 //! - `models`: the model files, by machine class and vCPU count.
-//! - `quota`: vCPUs from CPU quotas; where perf counters attach.
 //! - [`events`]: what `Watch` streams and the logs show.
 //!
 //! No gRPC type crosses into this module: the service converts requests into calls here
@@ -22,12 +21,10 @@ mod discovery;
 mod error;
 pub mod events;
 mod models;
-mod quota;
 mod registry;
 mod task;
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -53,7 +50,6 @@ pub use models::LoadedModel;
 
 use events::Events;
 use models::ModelLibrary;
-use quota::Controllers;
 use registry::{Entry, Registry};
 
 /// Why the daemon could not start. Each says what to fix.
@@ -135,7 +131,6 @@ pub(crate) struct Inner {
     pub config: Config,
     pub machine: Machine,
     pub host: Host,
-    pub controllers: Controllers,
     pub models: ModelLibrary,
     /// Whether hardware counters work here (perf is offered only then).
     pub pmu: bool,
@@ -204,7 +199,6 @@ impl Daemon {
         let inner = Arc::new(Inner {
             models: ModelLibrary::new(config.daemon.model_dir.clone()),
             store: StateStore::new(config.daemon.state_file.clone()),
-            controllers: Controllers::from_mountinfo(Path::new("/proc/self/mountinfo")),
             protocol,
             config,
             machine,
@@ -519,7 +513,7 @@ impl Daemon {
         if let Err(e) = self.inner.persist().await {
             tracing::error!(error = %e, "could not write the state file at shutdown");
         }
-        let thawed = placed_host::cgroup::thaw_all();
+        let thawed = self.inner.host.thaw_all();
         if thawed > 0 {
             tracing::warn!(thawed, "thawed containers left frozen at shutdown");
         }
@@ -542,17 +536,6 @@ fn view(e: &Entry) -> ContainerView {
             None
         },
     }
-}
-
-/// Resident memory of the processes, from /proc/<pid>/statm.
-fn resident_bytes(pids: &[u32]) -> u64 {
-    // SAFETY: sysconf has no preconditions; it returns -1 for an unknown name.
-    let page = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
-    pids.iter()
-        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/statm")).ok())
-        .filter_map(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .sum::<u64>()
-        * page
 }
 
 fn not_found(reference: &str) -> DaemonError {
@@ -713,15 +696,11 @@ impl Inner {
             // The target keeps every node the memory may be on: nothing migrates.
             return (trespassing, 0);
         }
-        let procs = self.host.cgroups().procs(&cg).unwrap_or_default();
-        let bytes = match placed_host::migrate::Proc::host().footprint(&procs) {
-            Ok(per_node) => per_node.outside(to_mems),
-            // Per-node figures unreadable: count all of it, the most a move can migrate.
-            Err(e) => {
-                tracing::debug!(container = %record.name, error = %e, "numa_maps unreadable; counting all resident memory");
-                resident_bytes(&procs)
-            }
-        };
+        // A container gone meanwhile has nothing to move.
+        let bytes = self.host.bytes_outside(&cg, to_mems).unwrap_or_else(|e| {
+            tracing::debug!(container = %record.name, error = %e, "resident memory unreadable");
+            0
+        });
         (trespassing, bytes)
     }
 

@@ -27,8 +27,7 @@ use placed_core::policy::{self, Policy, PolicyError, Predicted, Situation, Targe
 use placed_host::containers::Container;
 use placed_host::migrate::Mode;
 use placed_host::observe::{
-    AnySource, Measurement, ObserveError, ProcProbe, SourceSpec, Target as NoiseTarget, compare,
-    measure,
+    AnySource, Measurement, ObserveError, SourceSpec, Target as NoiseTarget, compare, measure,
 };
 
 use super::error::DaemonError;
@@ -65,7 +64,7 @@ pub(super) async fn register(
     let id = container.cgroup.to_string();
     let (vcpus, vcpus_source) = match settings.and_then(|s| s.vcpus) {
         Some(v) => (v, VcpuSource::Request),
-        None => match inner.controllers.vcpus(&container.cgroup) {
+        None => match inner.host.vcpus_from_quota(&container.cgroup) {
             Some(v) => (v.min(inner.machine.pus.usable.len()), VcpuSource::Quota),
             None => {
                 let cpus = inner
@@ -387,7 +386,7 @@ async fn ensure_source<'a>(
         let cg = placed_host::cgroup::CgroupPath::parse(&rec.id)
             .map_err(|e| DaemonError::Internal(e.to_string()))?;
         let dir = inner
-            .controllers
+            .host
             .perf_dir(&cg)
             .unwrap_or_else(|| cg.under(inner.host.cgroups().root()));
         let cpus = inner.machine.pus.usable.clone();
@@ -417,7 +416,10 @@ async fn measure_here(
         .map_err(|e| DaemonError::Internal(e.to_string()))?;
     let dir = cg.under(inner.host.cgroups().root());
     let cpus = rec.assigned.as_ref().map(|a| a.cpus.clone());
-    let probe = ProcProbe::new(NoiseTarget::Cgroup(dir), cpus);
+    let probe = inner
+        .host
+        .kernel()
+        .noise_probe(NoiseTarget::Cgroup(dir), cpus);
     measure(source, &probe, &inner.protocol)
         .await
         .map_err(|e| match e {

@@ -189,9 +189,11 @@ fn freezing_stops_the_tasks_and_the_guard_always_thaws() {
     let mut cg = TestCgroup::new(&host, &first(&cpus), &first(&nodes));
     let path = cg.path.clone();
     let pid = cg.start(&path, "threads=8,mib=16");
-    let b = host.cgroups().backend().clone();
     {
-        let g = cgroup::freeze(&b, &cg.path, Duration::from_secs(10)).unwrap();
+        let g = host
+            .cgroups()
+            .freeze(&cg.path, Duration::from_secs(10))
+            .unwrap();
         assert!(g.owned());
         assert!(host.cgroups().is_frozen(&cg.path).unwrap());
         // Dropped without thaw(): as on an error path.
@@ -200,7 +202,10 @@ fn freezing_stops_the_tasks_and_the_guard_always_thaws() {
 
     // Frozen by someone else (`docker pause`, an operator): a guard leaves it frozen.
     freeze_by_hand(&host, &cg.path);
-    let g = cgroup::freeze(&b, &cg.path, Duration::from_secs(10)).unwrap();
+    let g = host
+        .cgroups()
+        .freeze(&cg.path, Duration::from_secs(10))
+        .unwrap();
     assert!(!g.owned());
     g.thaw().unwrap();
     assert!(host.cgroups().is_frozen(&cg.path).unwrap());
@@ -642,7 +647,10 @@ fn placectl_move_interrupted_by_a_signal_leaves_the_container_in_order() {
     let pid = cg.start(&path, "threads=2,mib=128");
     let mut child = placectl(&cg, &["--migrate", "fast", "--workers", "1"]);
     wait_held(&mut child);
-    assert!(host.cgroups().is_frozen(&path).unwrap(), "held, but not frozen");
+    assert!(
+        host.cgroups().is_frozen(&path).unwrap(),
+        "held, but not frozen"
+    );
     signal(&child, libc::SIGINT);
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -112,7 +112,7 @@ pub enum MoveError {
 /// signals are taken by a [`SignalWatch`], which sets the apply's `cancel` flag (the
 /// [`Stop`]'s): the workers stop, the cpuset is finished (fast) or left on both nodes
 /// (throttled), and the freeze guard thaws, before this returns [`MoveError::Interrupted`].
-/// [`placed_host::cgroup::thaw_all`] runs afterwards as a backstop. SIGKILL cannot be caught; the daemon's
+/// [`Host::thaw_all`] runs afterwards as a backstop. SIGKILL cannot be caught; the daemon's
 /// start-up thaws what such a kill leaves.
 pub fn apply_interruptibly(
     host: &Host,
@@ -137,7 +137,7 @@ pub fn apply_interruptibly(
     let Some(signal) = watch.finish() else {
         return Ok(result?);
     };
-    let thawed = placed_host::cgroup::thaw_all();
+    let thawed = host.thaw_all();
     let mut state = match &result {
         Ok(r) => interrupted_state(r),
         Err(enact::Error::Failed { rollback, .. }) => {
