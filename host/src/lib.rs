@@ -6,7 +6,7 @@
 //!
 //! - [`kernel`]: where `/proc`, `/sys` and the cgroup mounts are, found once at start, and
 //!   the one place their files are read through ([`kernel::Kernel`], [`kernel::Files`]);
-//!   with the `fake` feature, [`kernel::fake`]: a whole fake host (cgroup tree, `/proc`,
+//!   with the `fake` feature, `kernel::fake`: a whole fake host (cgroup tree, `/proc`,
 //!   `/sys`) for tests without root.
 //! - [`cgroup`]: cgroup cpusets v1 and v2 behind one interface rooted at a path: read and
 //!   write a cgroup's sets in an order the kernel accepts, freeze it with a guard that thaws

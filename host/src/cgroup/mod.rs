@@ -110,7 +110,7 @@ pub trait Backend: fmt::Debug + Send + Sync {
     /// Whether every task of the cgroup is frozen.
     fn is_frozen(&self, cg: &CgroupPath) -> Result<bool, Error>;
     /// Asks the freezer to freeze or thaw; freezing completes asynchronously (see
-    /// [`freeze()`], which waits and guards).
+    /// [`Cgroups::freeze`], which waits and guards).
     fn set_frozen(&self, cg: &CgroupPath, frozen: bool) -> Result<(), Error>;
 }
 

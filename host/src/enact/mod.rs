@@ -15,7 +15,7 @@
 //! [`Host::apply`] checks the request against the host (online CPUs, nodes with memory,
 //! the parent cgroup's cpuset), writes the container's cgroup and its descendants in an
 //! order the kernel accepts ([`crate::cgroup::plan`]), brings the memory along in the
-//! chosen [`Mode`], then verifies by reading the cpuset back and every task's
+//! chosen [`crate::migrate::Mode`], then verifies by reading the cpuset back and every task's
 //! `/proc/<tid>/status`. If any step up to and including the verification fails, the
 //! previous cpuset is written back and the error says whether that worked. Once verified,
 //! the move stands: reading the memory's whereabouts for the report can still fail, and
@@ -183,9 +183,10 @@ pub struct ApplyOptions {
     /// See [`MoveOptions::whole_process_bytes`].
     pub whole_process_bytes: Option<u64>,
     /// Set (by the daemon's shutdown, by placectl on SIGINT, SIGTERM or SIGHUP: the flag of
-    /// a [`crate::stop::Stop`]) to stop the workers at their next chunk. Fast mode: the cpuset is then finished (the kernel moves what
-    /// is left) and the cgroup thawed. Throttled mode: the cgroup keeps the old and new
-    /// nodes, so nothing moves uncapped ([`MigrationReport::cancelled`]).
+    /// a [`crate::stop::Stop`]) to stop the workers at their next chunk. Fast mode: the
+    /// cpuset is then finished (the kernel moves what is left) and the cgroup thawed.
+    /// Throttled mode: the cgroup keeps the old and new nodes, so nothing moves uncapped
+    /// ([`MigrationReport::cancelled`]).
     pub cancel: Option<Arc<AtomicBool>>,
     /// Tests only: hold the workers after their first chunk ([`migrate::HoldPoint`]).
     pub hold: Option<migrate::HoldPoint>,

@@ -11,8 +11,9 @@
 //! come from it. [`Kernel::host`] is this host: build it once at start and pass it on
 //! ([`crate::enact::Host::new`] takes one).
 //!
-//! With the `fake` feature (and in this crate's tests), [`fake`] is a whole fake host behind
-//! the same types: cgroup tree, `/proc`, `/sys` and mountinfo in a temporary directory.
+//! With the `fake` feature (and in this crate's tests), `kernel::fake` is a whole fake host
+//! behind the same types: cgroup tree, `/proc`, `/sys` and mountinfo in a temporary
+//! directory.
 
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
