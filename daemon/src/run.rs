@@ -9,14 +9,13 @@
 
 use std::sync::Arc;
 
-use tokio_util::sync::CancellationToken;
-
 use crate::config::Config;
 use crate::lifecycle::{Daemon, Environment, StartError};
 use crate::service::{self, ServeError, listen::ListenError};
 use crate::systemd;
 use crate::telemetry::{self, Metrics};
 use placed_core::fault::Fault;
+use placed_host::stop::{Signal, Stop};
 
 /// Why the daemon stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -47,8 +46,9 @@ impl RunError {
     }
 }
 
-/// Runs the daemon on this host until `stop` is cancelled.
-pub async fn run(config: Config, stop: CancellationToken) -> Result<(), RunError> {
+/// Runs the daemon on this host until `stop` is requested (a signal, or the caller).
+pub async fn run(config: Config, stop: Stop) -> Result<(), RunError> {
+    let token = stop.token();
     let unix = service::listen::bind_unix(&config)
         .await
         .map_err(RunError::Listen)?;
@@ -80,11 +80,11 @@ pub async fn run(config: Config, stop: CancellationToken) -> Result<(), RunError
     } else {
         None
     };
-    let (serving, servers) = service::serve(unix, tcp, stop.clone())
+    let (serving, servers) = service::serve(unix, tcp, token.clone())
         .await
         .map_err(RunError::Serve)?;
     if let Some(l) = metrics_listener {
-        tokio::spawn(telemetry::serve_metrics(l, metrics.clone(), stop.clone()));
+        tokio::spawn(telemetry::serve_metrics(l, metrics.clone(), token.clone()));
     }
     let socket = config.grpc.socket.clone();
     tracing::info!(socket = %socket.display(), "listening; restoring state");
@@ -97,7 +97,7 @@ pub async fn run(config: Config, stop: CancellationToken) -> Result<(), RunError
     let daemon = match started {
         Ok(d) => d,
         Err(e) => {
-            stop.cancel();
+            stop.request();
             let _ = servers.wait().await;
             let _ = std::fs::remove_file(&socket);
             return Err(RunError::Start(e));
@@ -116,14 +116,17 @@ pub async fn run(config: Config, stop: CancellationToken) -> Result<(), RunError
     systemd::ready(&ready);
     if let Some(interval) = systemd::watchdog_interval() {
         let d = daemon.clone();
-        tokio::spawn(systemd::watchdog(interval, stop.clone(), move || {
+        tokio::spawn(systemd::watchdog(interval, token.clone(), move || {
             let d = d.clone();
             async move { d.alive().await }
         }));
     }
 
-    stop.cancelled().await;
-    tracing::info!("stopping");
+    token.cancelled().await;
+    tracing::info!(
+        signal = stop.signal().map_or("none", Signal::name),
+        "stopping"
+    );
     systemd::stopping();
     serving.stopping().await;
     daemon.shutdown().await;

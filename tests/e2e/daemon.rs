@@ -470,6 +470,26 @@ fn sigterm_stops_cleanly_and_a_restart_adopts_without_moving() {
     assert!(!new_log.contains("MigrationStarted"), "{new_log}");
 }
 
+/// SIGINT (Ctrl-C) and SIGHUP (which used to kill it silently) stop the daemon as SIGTERM
+/// does: exit 0, socket removed, the signal named in the log.
+#[test]
+fn sigint_and_sighup_stop_cleanly_and_are_named() {
+    let Some(_host) = host() else { return };
+    for (signal, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGHUP, "SIGHUP")] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut d = TestDaemon::start(dir.path(), &Setup::default());
+        let status = d.stop_with(signal).expect("placed ran");
+        let log = d.log();
+        assert!(status.success(), "{name}: exit {status}:\n{log}");
+        assert!(!d.socket.exists(), "{name}: socket left behind");
+        assert!(
+            log.lines()
+                .any(|l| l.contains("stopping") && l.contains(name)),
+            "{name}:\n{log}"
+        );
+    }
+}
+
 #[test]
 fn a_restart_thaws_and_settles_an_interrupted_migration() {
     let Some(host) = host() else { return };

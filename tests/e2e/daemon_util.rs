@@ -190,9 +190,14 @@ max_foreign_load = 1.0
 
     /// SIGTERM, and the exit status (SIGKILL after 30 s).
     pub fn stop(&mut self) -> Option<ExitStatus> {
+        self.stop_with(libc::SIGTERM)
+    }
+
+    /// `signal`, and the exit status (SIGKILL after 30 s).
+    pub fn stop_with(&mut self, signal: libc::c_int) -> Option<ExitStatus> {
         let mut child = self.child.take()?;
         // SAFETY: kill(2) on our own child's pid, which we have not reaped yet.
-        unsafe { libc::kill(i32::try_from(child.id()).ok()?, libc::SIGTERM) };
+        unsafe { libc::kill(i32::try_from(child.id()).ok()?, signal) };
         let start = Instant::now();
         loop {
             if let Ok(Some(s)) = child.try_wait() {

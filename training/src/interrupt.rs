@@ -1,51 +1,56 @@
-//! SIGINT and SIGTERM as a flag the collector checks, so that a stopped collection still
-//! stops its workload and removes its cgroups (the default action would kill the process
-//! with the cgroups in place).
+//! SIGINT, SIGTERM and SIGHUP as a stop the collector and the calibration check, so that a
+//! stopped run still stops its workload and removes its cgroups (the default action would
+//! kill the process with the cgroups in place).
+//!
+//! The mechanism is `placed_host::stop`, the one the daemon and `placectl move` use; this
+//! module keeps the process's one watch, installed by [`install`], for the free functions
+//! the collector and the calibration call.
 
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::time::Duration;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
-static RAISED: AtomicBool = AtomicBool::new(false);
-static SIGNAL: AtomicI32 = AtomicI32::new(0);
+use placed_host::stop::{OnHangup, SignalWatch, Stop};
 
-extern "C" fn on_signal(signal: libc::c_int) {
-    // Only atomics here: a signal handler may interrupt anything, the allocator included.
-    SIGNAL.store(signal, Ordering::SeqCst);
-    RAISED.store(true, Ordering::SeqCst);
+/// The process's watch, once installed; never dropped, so the signals stay taken.
+static WATCH: Mutex<Option<SignalWatch>> = Mutex::new(None);
+
+fn watch() -> MutexGuard<'static, Option<SignalWatch>> {
+    WATCH.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Installs the handler for SIGINT and SIGTERM. Idempotent.
+fn stop() -> Option<Stop> {
+    watch().as_ref().map(|w| w.stop().clone())
+}
+
+/// Takes SIGINT, SIGTERM and SIGHUP. Idempotent.
 pub fn install() -> std::io::Result<()> {
-    for signal in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only stores to atomics, which is async-signal-safe; the
-        // sigaction struct is zeroed (no flags, empty mask) before the handler is set.
-        let rc = unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(signal, &action, std::ptr::null_mut())
-        };
-        if rc != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+    let mut slot = watch();
+    if slot.is_none() {
+        let w = SignalWatch::start(&Stop::new(), OnHangup::Stop, |signal| {
+            tracing::warn!(signal = signal.name(), "stopping after the current step");
+        })
+        .map_err(std::io::Error::other)?;
+        *slot = Some(w);
     }
     Ok(())
 }
 
-/// Whether SIGINT or SIGTERM arrived.
+/// Whether a signal arrived.
 pub fn raised() -> bool {
-    RAISED.load(Ordering::SeqCst)
+    stop().is_some_and(|s| s.is_stopped())
 }
 
-/// The signal that arrived (0 if none).
+/// The number of the signal that arrived (0 if none).
 pub fn signal() -> i32 {
-    SIGNAL.load(Ordering::SeqCst)
+    stop()
+        .and_then(|s| s.signal())
+        .map_or(0, placed_host::stop::Signal::number)
 }
 
-/// Resolves once a signal has arrived; raced against a measurement so that Ctrl-C does not
-/// wait for the measurement to end.
+/// Resolves once a signal has arrived (never, before [`install`]); raced against a
+/// measurement so that Ctrl-C does not wait for the measurement to end.
 pub async fn wait() {
-    while !raised() {
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    match stop() {
+        Some(s) => s.stopped().await,
+        None => std::future::pending().await,
     }
 }

@@ -8,8 +8,8 @@
 //!   the measurements to a resumable data file.
 //! - [`calibrate`]: measured memory bandwidth of node sets, written as a machine file.
 //! - [`pipeline`]: the whole loop (collect, fit, evaluate, install).
-//! - [`provenance`]: real hardware or a virtual machine. [`interrupt`]: SIGINT/SIGTERM as a
-//!   flag, so a stopped collection cleans up.
+//! - [`provenance`]: real hardware or a virtual machine. [`interrupt`]: SIGINT, SIGTERM and
+//!   SIGHUP as a stop (`placed_host::stop`), so a stopped collection cleans up.
 //! - [`simulate`]: simulated training data for a topology and `v`, marked simulated.
 //! - [`report`]: the tables `fit` and `evaluate` print.
 //! - [`plot`]: predicted against actual performance per workload, as SVG.

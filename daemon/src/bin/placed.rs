@@ -1,18 +1,19 @@
 //! `placed`: the NUMA placement daemon.
 //!
-//! Parses flags, reads the config, sets up logging and signals, and hands over to the
-//! library's [`placed::run::run`]. Exit codes follow the table shared by the three
+//! Parses flags, reads the config, sets up logging and signals (SIGINT, SIGTERM and SIGHUP
+//! stop it cleanly, through `placed_host::stop`), and hands over to the library's
+//! [`placed::run::run`]. Exit codes follow the table shared by the three
 //! binaries (`placed_core::exit`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use tokio_util::sync::CancellationToken;
 
 use placed::config::Config;
 use placed::telemetry;
 use placed_core::exit::Exit;
+use placed_host::stop::{OnHangup, SignalWatch, Stop};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -90,8 +91,13 @@ fn main() -> ExitCode {
         }
     };
     let result = runtime.block_on(async {
-        let stop = CancellationToken::new();
-        spawn_signal_handler(stop.clone()).map_err(Failure::Signals)?;
+        let stop = Stop::new();
+        // SIGHUP stops cleanly too until the daemon reloads its configuration on it
+        // (OnHangup::Reload is the hook for that).
+        let _signals = SignalWatch::start(&stop, OnHangup::Stop, |signal| {
+            tracing::info!(signal = signal.name(), "stop requested");
+        })
+        .map_err(Failure::Signals)?;
         placed::run::run(config, stop).await.map_err(Failure::Run)
     });
     match result {
@@ -109,7 +115,7 @@ fn main() -> ExitCode {
 #[derive(Debug, thiserror::Error)]
 enum Failure {
     #[error("cannot handle signals")]
-    Signals(#[source] std::io::Error),
+    Signals(#[source] placed_host::stop::SignalError),
     #[error(transparent)]
     Run(placed::run::RunError),
 }
@@ -121,19 +127,4 @@ impl Failure {
             Self::Run(e) => e.fault(),
         }
     }
-}
-
-/// SIGTERM (systemd, docker stop) and SIGINT (Ctrl-C) both stop the daemon cleanly.
-fn spawn_signal_handler(cancel: CancellationToken) -> std::io::Result<()> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate())?;
-    let mut int = signal(SignalKind::interrupt())?;
-    tokio::spawn(async move {
-        tokio::select! {
-            _ = term.recv() => tracing::info!("SIGTERM"),
-            _ = int.recv() => tracing::info!("SIGINT"),
-        }
-        cancel.cancel();
-    });
-    Ok(())
 }

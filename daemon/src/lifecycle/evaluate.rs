@@ -12,7 +12,7 @@ use placed_core::policy::Target;
 use placed_host::cgroup::CgroupPath;
 use placed_host::migrate::Mode;
 use placed_host::observe::{
-    AnySource, Measurement, ProcProbe, SourceSpec, Target as NoiseTarget, Verdict, compare, measure,
+    AnySource, Measurement, SourceSpec, Target as NoiseTarget, Verdict, compare, measure,
 };
 
 use super::error::DaemonError;
@@ -47,7 +47,7 @@ impl MetricSlot {
             let shared = &handle.shared;
             let cg = cgroup_of(rec);
             let dir = shared
-                .controllers
+                .host
                 .perf_dir(&cg)
                 .unwrap_or_else(|| cg.under(shared.host.cgroups().root()));
             let cpus = shared.machine.pus.usable.clone();
@@ -78,7 +78,10 @@ impl MetricSlot {
         let source = self.ensure(handle, rec).await?;
         let dir = cgroup_of(rec).under(shared.host.cgroups().root());
         let cpus = rec.assigned.as_ref().map(|a| a.cpus.clone());
-        let probe = ProcProbe::new(NoiseTarget::Cgroup(dir), cpus);
+        let probe = shared
+            .host
+            .kernel()
+            .noise_probe(NoiseTarget::Cgroup(dir), cpus);
         measure(source, &probe, &shared.protocol)
             .await
             .map_err(|source| {

@@ -223,7 +223,7 @@ fn initial_vcpus(
     if let Some(v) = settings.and_then(|s| s.vcpus) {
         return (v, VcpuSource::Request);
     }
-    if let Some(v) = shared.controllers.vcpus(&container.cgroup) {
+    if let Some(v) = shared.host.vcpus_from_quota(&container.cgroup) {
         return (v.min(shared.machine.pus.usable.len()), VcpuSource::Quota);
     }
     let cpus = shared

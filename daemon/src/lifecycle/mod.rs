@@ -37,7 +37,6 @@ pub mod events;
 mod handle;
 mod models;
 mod moving;
-mod quota;
 mod registry;
 mod shared;
 mod task;
@@ -101,8 +100,6 @@ pub struct Environment {
     pub host: Host,
     /// Whether hardware counters work here (the perf metric is offered only then).
     pub pmu: bool,
-    /// Where the cpu and perf_event controllers are, for vCPU quotas and perf counters.
-    pub controllers: quota::Controllers,
     /// Tests only: where migrations wait ([`HoldPoint`]).
     pub migration_hold: Option<HoldPoint>,
 }
@@ -135,9 +132,6 @@ impl Environment {
             machine,
             host,
             pmu: placed_host::observe::perf::probe_pmu().is_ok(),
-            controllers: quota::Controllers::from_mountinfo(std::path::Path::new(
-                "/proc/self/mountinfo",
-            )),
             migration_hold,
         })
     }
@@ -263,7 +257,7 @@ impl Daemon {
         if let Err(e) = self.shared.persist().await {
             tracing::error!(error = %e.line(), "could not write the state file at shutdown");
         }
-        let thawed = placed_host::cgroup::thaw_all();
+        let thawed = self.shared.host.thaw_all();
         if thawed > 0 {
             tracing::warn!(thawed, "thawed containers left frozen at shutdown");
         }

@@ -26,7 +26,6 @@ use super::error::{DaemonError, joined};
 use super::events::{Events, now_ms};
 use super::handle::Handle;
 use super::models::ModelLibrary;
-use super::quota::Controllers;
 use super::registry::{Entry, Registry};
 use super::{Environment, StartError};
 
@@ -40,7 +39,6 @@ pub(crate) struct Shared {
     pub config: Config,
     pub machine: Machine,
     pub host: Host,
-    pub controllers: Controllers,
     pub models: ModelLibrary,
     /// Whether hardware counters work here (perf is offered only then).
     pub pmu: bool,
@@ -80,7 +78,6 @@ impl Shared {
         Ok(Arc::new(Self {
             models: ModelLibrary::new(config.daemon.model_dir.clone()),
             store: StateStore::new(config.daemon.state_file.clone()),
-            controllers: env.controllers,
             protocol,
             config,
             machine: env.machine,
@@ -278,15 +275,11 @@ impl Shared {
             // The target keeps every node the memory may be on: nothing migrates.
             return (trespassing, 0);
         }
-        let procs = self.host.cgroups().procs(&cg).unwrap_or_default();
-        let bytes = match placed_host::migrate::Proc::host().footprint(&procs) {
-            Ok(per_node) => per_node.outside(to_mems),
-            // Per-node figures unreadable: count all of it, the most a move can migrate.
-            Err(e) => {
-                tracing::debug!(container = %record.name, error = %placed_core::text::Chain(&e), "numa_maps unreadable; counting all resident memory");
-                resident_bytes(&procs)
-            }
-        };
+        // A container gone meanwhile has nothing to move.
+        let bytes = self.host.bytes_outside(&cg, to_mems).unwrap_or_else(|e| {
+            tracing::debug!(container = %record.name, error = %placed_core::text::Chain(&e), "resident memory unreadable");
+            0
+        });
         (trespassing, bytes)
     }
 
@@ -344,15 +337,4 @@ impl Shared {
             settings: 0,
         }
     }
-}
-
-/// Resident memory of the processes, from /proc/<pid>/statm.
-fn resident_bytes(pids: &[u32]) -> u64 {
-    // SAFETY: sysconf has no preconditions; it returns -1 for an unknown name.
-    let page = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
-    pids.iter()
-        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/statm")).ok())
-        .filter_map(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .sum::<u64>()
-        * page
 }

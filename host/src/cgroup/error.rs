@@ -107,13 +107,9 @@ pub enum Error {
     #[error("{cgroup} has more than {limit} descendant cgroups")]
     TooManyCgroups { cgroup: String, limit: usize },
 
-    /// The mountinfo file cannot be read or parsed.
-    #[error("cannot find the cgroup mounts in {}", path.display())]
-    Mountinfo {
-        path: PathBuf,
-        #[source]
-        source: Box<dyn std::error::Error + Send + Sync>,
-    },
+    /// The mount table cannot be read or parsed.
+    #[error(transparent)]
+    Kernel(Box<crate::kernel::KernelError>),
 }
 
 impl From<IoError> for Error {
@@ -149,7 +145,7 @@ impl Error {
             | Error::NoCpuset { .. }
             | Error::CannotEnableCpuset { .. }
             | Error::NoFreezer { .. }
-            | Error::Mountinfo { .. } => Fault::HostConfig,
+            | Error::Kernel(_) => Fault::HostConfig,
             Error::FreezeTimeout { .. } | Error::Parse { .. } | Error::Unexpected { .. } => {
                 Fault::Transient
             }

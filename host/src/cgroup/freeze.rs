@@ -2,7 +2,10 @@
 //!
 //! The guard thaws when dropped, so every error path (and a panic that unwinds) thaws.
 //! A process that is killed outright cannot run destructors; for an orderly shutdown the
-//! daemon calls [`thaw_all`], which thaws every cgroup a live guard holds frozen.
+//! owner of the hierarchy calls [`super::Cgroups::thaw_all`], which thaws every cgroup a live
+//! guard of that hierarchy holds frozen. The [`Registry`] of those guards belongs to the
+//! [`super::Cgroups`] (and so to the host object) that froze them, not to the process: two
+//! hosts in one process (two fake kernels in one test binary) never thaw each other's.
 //! A cgroup that was already frozen (for example by `docker pause`) is left frozen.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,6 +19,7 @@ use super::{Backend, CgroupPath, Error};
 #[must_use = "the cgroup is thawed as soon as the guard is dropped"]
 pub struct Frozen {
     backend: Arc<dyn Backend>,
+    registry: Arc<Registry>,
     cgroup: CgroupPath,
     /// Whether we froze it (and so must thaw it); false if it was frozen before.
     owned: bool,
@@ -23,25 +27,52 @@ pub struct Frozen {
     since: Instant,
 }
 
-/// A cgroup a live guard holds frozen: the guard's id, the backend, the cgroup.
-type Held = (u64, Arc<dyn Backend>, CgroupPath);
-
-/// Cgroups that live guards hold frozen, for [`thaw_all`].
-static FROZEN: Mutex<Vec<Held>> = Mutex::new(Vec::new());
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-
-fn registry() -> MutexGuard<'static, Vec<Held>> {
-    // A panic while holding this lock leaves the list intact; keep using it.
-    FROZEN
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+/// The cgroups that live guards of one hierarchy hold frozen, for a thaw at shutdown.
+#[derive(Debug, Default)]
+pub struct Registry {
+    /// Each guard's id and cgroup.
+    held: Mutex<Vec<(u64, CgroupPath)>>,
+    next_id: AtomicU64,
 }
 
-/// Freezes `cgroup` and waits until every task is frozen, at most `timeout`.
+impl Registry {
+    fn held(&self) -> MutexGuard<'_, Vec<(u64, CgroupPath)>> {
+        // A panic while holding this lock leaves the list intact; keep using it.
+        self.held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn forget(&self, id: u64) {
+        self.held().retain(|(i, _)| *i != id);
+    }
+
+    /// Thaws every cgroup a live guard holds and forgets those guards (their drop then
+    /// does nothing); returns how many it thawed. One that cannot be thawed stays
+    /// registered, so that its guard's drop tries again.
+    pub(super) fn thaw_all(&self, backend: &dyn Backend) -> usize {
+        let held = std::mem::take(&mut *self.held());
+        let mut thawed = 0;
+        for (id, cgroup) in held {
+            match backend.set_frozen(&cgroup, false) {
+                Ok(()) => thawed += 1,
+                Err(e) => {
+                    tracing::error!(cgroup = %cgroup, error = %e, "cannot thaw cgroup");
+                    self.held().push((id, cgroup));
+                }
+            }
+        }
+        thawed
+    }
+}
+
+/// Freezes `cgroup` and waits until every task is frozen, at most `timeout`; the guard is
+/// registered in `registry` until it thaws.
 ///
 /// On a timeout the cgroup is thawed again before the error returns.
-pub fn freeze(
+pub(super) fn freeze(
     backend: &Arc<dyn Backend>,
+    registry: &Arc<Registry>,
     cgroup: &CgroupPath,
     timeout: Duration,
 ) -> Result<Frozen, Error> {
@@ -49,16 +80,17 @@ pub fn freeze(
     let owned = !backend.is_frozen(cgroup)?;
     let guard = Frozen {
         backend: backend.clone(),
+        registry: registry.clone(),
         cgroup: cgroup.clone(),
         owned,
-        id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+        id: registry.next_id.fetch_add(1, Ordering::Relaxed),
         since,
     };
     if !owned {
         tracing::info!(cgroup = %cgroup, "already frozen; it stays frozen afterwards");
         return Ok(guard);
     }
-    registry().push((guard.id, backend.clone(), cgroup.clone()));
+    registry.held().push((guard.id, cgroup.clone()));
     // From here on, dropping `guard` thaws, including when the write itself fails halfway
     // (v1 FREEZING state).
     backend.set_frozen(cgroup, true)?;
@@ -98,15 +130,17 @@ impl Frozen {
         &self.cgroup
     }
 
-    /// Thaws if we froze it. On failure the guard stays responsible: its drop tries
-    /// once more, and [`thaw_all`] still knows the cgroup.
+    /// Thaws if we froze it and no `thaw_all` did meanwhile. On failure the guard stays
+    /// responsible: its drop tries once more, and `thaw_all` still knows the cgroup.
     fn release(&mut self) -> Result<(), Error> {
-        if !self.owned {
+        let registered = self.registry.held().iter().any(|(id, _)| *id == self.id);
+        if !self.owned || !registered {
+            self.owned = false;
             return Ok(());
         }
         self.backend.set_frozen(&self.cgroup, false)?;
         self.owned = false;
-        registry().retain(|(id, ..)| *id != self.id);
+        self.registry.forget(self.id);
         Ok(())
     }
 }
@@ -115,36 +149,8 @@ impl Drop for Frozen {
     fn drop(&mut self) {
         let cgroup = self.cgroup.clone();
         if let Err(e) = self.release() {
-            // Nothing to return to; the daemon's next `thaw_all` or an operator must act.
+            // Nothing to return to; the owner's next `thaw_all` or an operator must act.
             tracing::error!(cgroup = %cgroup, error = %e, "cannot thaw cgroup");
         }
     }
-}
-
-/// Thaws every cgroup that a live [`Frozen`] guard holds; returns how many it thawed.
-/// For the daemon's shutdown path, after it has stopped the migrations.
-pub fn thaw_all() -> usize {
-    thaw_where(|_, _| true)
-}
-
-/// [`thaw_all`] restricted to the guards `select` picks; the others stay registered.
-/// Tests use it to touch only their own fake kernel: the registry is process-global, and
-/// the other tests of the binary hold guards of their own meanwhile.
-pub(crate) fn thaw_where(select: impl Fn(&Arc<dyn Backend>, &CgroupPath) -> bool) -> usize {
-    let held: Vec<Held> = {
-        let mut all = registry();
-        let (picked, kept) = std::mem::take(&mut *all)
-            .into_iter()
-            .partition(|(_, b, c)| select(b, c));
-        *all = kept;
-        picked
-    };
-    let mut thawed = 0;
-    for (_, backend, cgroup) in held {
-        match backend.set_frozen(&cgroup, false) {
-            Ok(()) => thawed += 1,
-            Err(e) => tracing::error!(cgroup = %cgroup, error = %e, "cannot thaw cgroup"),
-        }
-    }
-    thawed
 }

@@ -1,13 +1,18 @@
-//! cgroup cpusets, v1 and v2, behind one small interface rooted at a path (DESIGN.md §3.6).
+//! cgroup cpusets, v1 and v2, behind one small interface rooted at a path.
 //!
-//! - [`Cgroups::detect`] finds the hierarchy that holds the cpuset controller from
-//!   `/proc/self/mountinfo`: a v1 cpuset mount (pure v1 and hybrid hosts, with the v1
-//!   freezer beside it), else the cgroup2 mount if it offers cpuset (pure v2).
+//! - [`Cgroups::from_mounts`] (through [`crate::kernel::Kernel::cgroups`]) finds the
+//!   hierarchy that holds the cpuset controller in the mount table: a v1 cpuset mount (pure
+//!   v1 and hybrid hosts, with the v1 freezer beside it), else the cgroup2 mount if it offers
+//!   cpuset (pure v2).
 //! - [`Backend`] is what the rest of placed uses: read a cgroup's sets and tasks, write its
 //!   sets, prepare it (v1 `memory_migrate`, v2 `+cpuset` in the ancestors), freeze it.
 //!   [`V1`] and [`V2`] implement it over any [`Fs`], so tests run on a fake tree.
 //! - [`plan`] orders the writes of a subtree change so that the kernel accepts each one;
-//!   [`freeze()`] returns a guard that thaws on every path.
+//!   [`Cgroups::freeze`] returns a guard that thaws on every path, and
+//!   [`Cgroups::thaw_all`] thaws what this hierarchy's live guards hold.
+//! - [`quota`]: the cpu controller's quota as vCPUs, and where perf counters attach.
+//! - [`fs`]: the read and write helpers every kernel file goes through; [`mountinfo`]: the
+//!   mount table's parser.
 
 mod error;
 pub mod freeze;
@@ -15,21 +20,21 @@ pub mod fs;
 pub mod mountinfo;
 mod path;
 pub mod plan;
+pub mod quota;
 mod tree;
 mod v1;
 mod v2;
 
-#[cfg(test)]
-pub(crate) mod fake;
 #[cfg(test)]
 mod tests;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 pub use error::{Error, fault_of_errno};
-pub use freeze::{Frozen, freeze, thaw_all};
+pub use freeze::Frozen;
 pub use fs::{Fs, IoError, RealFs};
 pub use mountinfo::Mounts;
 pub use path::{BadPath, CgroupPath};
@@ -105,33 +110,32 @@ pub trait Backend: fmt::Debug + Send + Sync {
     /// Whether every task of the cgroup is frozen.
     fn is_frozen(&self, cg: &CgroupPath) -> Result<bool, Error>;
     /// Asks the freezer to freeze or thaw; freezing completes asynchronously (see
-    /// [`freeze()`], which waits and guards).
+    /// [`Cgroups::freeze`], which waits and guards).
     fn set_frozen(&self, cg: &CgroupPath, frozen: bool) -> Result<(), Error>;
 }
 
-/// The host's cpuset hierarchy.
+/// The host's cpuset hierarchy, and the freeze guards it has out.
 #[derive(Debug, Clone)]
 pub struct Cgroups {
     backend: Arc<dyn Backend>,
+    frozen: Arc<freeze::Registry>,
 }
 
 impl Cgroups {
-    /// Finds the cpuset hierarchy of this host from `/proc/self/mountinfo`.
+    /// Finds the cpuset hierarchy of this host from `/proc/self/mountinfo`, for callers
+    /// that hold no [`crate::kernel::Kernel`] (the training collector). The daemon and
+    /// placectl build one kernel at start and take the hierarchy from it.
     pub fn detect() -> Result<Self, Error> {
-        Self::from_mountinfo(Path::new("/proc/self/mountinfo"), Arc::new(RealFs))
+        crate::kernel::Kernel::host()
+            .map_err(|e| Error::Kernel(Box::new(e)))?
+            .cgroups()
     }
 
-    /// Finds the cpuset hierarchy from a mountinfo file, reading the mounts through `fs`.
-    pub fn from_mountinfo(path: &Path, fs: Arc<dyn Fs>) -> Result<Self, Error> {
-        let text = fs::read(fs.as_ref(), path).map_err(|e| Error::Mountinfo {
-            path: path.to_owned(),
-            source: Box::new(e),
-        })?;
-        let mounts = Mounts::parse(&text).map_err(|e| Error::Mountinfo {
-            path: path.to_owned(),
-            source: Box::new(e),
-        })?;
-        Self::from_mounts(&mounts, fs)
+    fn with_backend(backend: Arc<dyn Backend>) -> Self {
+        Self {
+            backend,
+            frozen: Arc::default(),
+        }
     }
 
     /// Picks the backend: the v1 cpuset hierarchy if mounted (pure v1, hybrid), else
@@ -144,9 +148,7 @@ impl Cgroups {
         if let Some(m) = mounts.v2() {
             let v2 = V2::new(m.mount_point.clone(), fs);
             if v2.offers_cpuset()? {
-                return Ok(Self {
-                    backend: Arc::new(v2),
-                });
+                return Ok(Self::with_backend(Arc::new(v2)));
             }
             return Err(Error::NoCpuset {
                 hint: format!(
@@ -166,20 +168,29 @@ impl Cgroups {
 
     /// A v1 cpuset hierarchy at `cpuset_root`, with the freezer at `freezer_root`.
     pub fn v1(cpuset_root: PathBuf, freezer_root: Option<PathBuf>, fs: Arc<dyn Fs>) -> Self {
-        Self {
-            backend: Arc::new(V1::new(cpuset_root, freezer_root, fs)),
-        }
+        Self::with_backend(Arc::new(V1::new(cpuset_root, freezer_root, fs)))
     }
 
     /// The unified hierarchy at `root`.
     pub fn v2(root: PathBuf, fs: Arc<dyn Fs>) -> Self {
-        Self {
-            backend: Arc::new(V2::new(root, fs)),
-        }
+        Self::with_backend(Arc::new(V2::new(root, fs)))
     }
 
     pub fn backend(&self) -> &Arc<dyn Backend> {
         &self.backend
+    }
+
+    /// Freezes `cg` and waits until every task is frozen, at most `timeout`. The guard thaws
+    /// on drop; until then [`Cgroups::thaw_all`] knows the cgroup. A cgroup already frozen
+    /// by someone else (`docker pause`) is left frozen ([`Frozen::owned`] is false).
+    pub fn freeze(&self, cg: &CgroupPath, timeout: Duration) -> Result<Frozen, Error> {
+        freeze::freeze(&self.backend, &self.frozen, cg, timeout)
+    }
+
+    /// Thaws every cgroup that a live guard of this hierarchy (or of a clone of it) holds;
+    /// returns how many it thawed. For a shutdown after the migrations were stopped.
+    pub fn thaw_all(&self) -> usize {
+        self.frozen.thaw_all(self.backend.as_ref())
     }
 
     /// `cg` and its descendants, pre-order; see [`subtree`].

@@ -1,13 +1,12 @@
-//! Error paths of both backends on the fake kernel (`fake.rs`); the real kernel is
-//! exercised by `host/tests/enact`.
+//! Error paths of both backends on the fake kernel (`crate::kernel::fake`); the real kernel
+//! is exercised by `host/tests/enact`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::fake::FakeKernel;
-use super::freeze::thaw_where;
 use super::plan::{self, Change, Sets};
 use super::*;
+use crate::kernel::fake::FakeKernel;
 use placed_core::fault::Fault;
 
 fn cg(s: &str) -> CgroupPath {
@@ -309,9 +308,8 @@ fn freeze_guard_thaws_on_drop_and_error() {
     ] {
         k.cgroup("/c", "0", "0");
         let c = k.cgroups();
-        let b = c.backend().clone();
         {
-            let g = freeze(&b, &cg("/c"), Duration::from_secs(1)).unwrap();
+            let g = c.freeze(&cg("/c"), Duration::from_secs(1)).unwrap();
             assert!(g.owned());
             assert!(c.is_frozen(&cg("/c")).unwrap());
         }
@@ -323,7 +321,7 @@ fn freeze_guard_thaws_on_drop_and_error() {
 
         // Frozen by someone else (docker pause): stays frozen.
         c.set_frozen(&cg("/c"), true).unwrap();
-        let g = freeze(&b, &cg("/c"), Duration::from_secs(1)).unwrap();
+        let g = c.freeze(&cg("/c"), Duration::from_secs(1)).unwrap();
         assert!(!g.owned());
         g.thaw().unwrap();
         assert!(c.is_frozen(&cg("/c")).unwrap());
@@ -331,7 +329,7 @@ fn freeze_guard_thaws_on_drop_and_error() {
 
         // A freeze that never completes: timeout, and thawed again.
         k.stick_freeze();
-        let err = freeze(&b, &cg("/c"), Duration::from_millis(50)).unwrap_err();
+        let err = c.freeze(&cg("/c"), Duration::from_millis(50)).unwrap_err();
         assert!(matches!(err, Error::FreezeTimeout { .. }), "{err}");
         assert_eq!(err.fault(), Fault::Transient);
         let last = k.writes().last().cloned().unwrap();
@@ -340,25 +338,60 @@ fn freeze_guard_thaws_on_drop_and_error() {
 }
 
 #[test]
-fn thaw_all_releases_live_guards() {
-    // Not thaw_all() itself: it would thaw (and consume the injected faults of) the guards
-    // that other tests of this binary hold at the same time. The same code, limited to the
-    // guards of this test's kernels.
+fn thaw_all_releases_the_live_guards_of_its_own_hierarchy() {
     let k = FakeKernel::v2("0-3", "0", "cpuset");
     k.cgroup("/held", "0", "0");
     k.cgroup("/other", "0", "0");
+    k.cgroup("/paused", "0", "0");
     let c = k.cgroups();
-    let mine = |b: &Arc<dyn Backend>, _: &CgroupPath| Arc::ptr_eq(b, c.backend());
-    let g = freeze(c.backend(), &cg("/held"), Duration::from_secs(1)).unwrap();
-    let other = freeze(c.backend(), &cg("/other"), Duration::from_secs(1)).unwrap();
-    // Only what the selection picks is thawed, and those guards are forgotten.
-    assert_eq!(thaw_where(|b, p| mine(b, p) && p == &cg("/held")), 1);
+    // A clone shares the registry (the daemon's Host holds clones of one Cgroups).
+    let clone = c.clone();
+    let g = c.freeze(&cg("/held"), Duration::from_secs(1)).unwrap();
+    // Frozen by someone else (docker pause): its guard owns nothing, thaw_all leaves it.
+    c.set_frozen(&cg("/paused"), true).unwrap();
+    let paused = c.freeze(&cg("/paused"), Duration::from_secs(1)).unwrap();
+    // Another hierarchy object on the same kernel (another host in the process) has its own
+    // registry: it neither sees nor thaws this one's guards.
+    let stranger = k.cgroups();
+    let other = stranger
+        .freeze(&cg("/other"), Duration::from_secs(1))
+        .unwrap();
+    assert_eq!(clone.thaw_all(), 1);
     assert!(!c.is_frozen(&cg("/held")).unwrap());
-    assert!(c.is_frozen(&cg("/other")).unwrap());
-    assert_eq!(thaw_where(|b, p| mine(b, p) && p == &cg("/held")), 0);
-    assert_eq!(thaw_where(mine), 1);
+    assert!(
+        c.is_frozen(&cg("/paused")).unwrap(),
+        "never thaws what it did not freeze"
+    );
+    assert!(
+        c.is_frozen(&cg("/other")).unwrap(),
+        "not this hierarchy's guard"
+    );
+    assert_eq!(c.thaw_all(), 0, "thawed guards are forgotten");
+    // The thawed guard's drop writes nothing more.
+    let writes = k.writes().len();
+    drop(g);
+    assert_eq!(k.writes().len(), writes);
+    assert_eq!(stranger.thaw_all(), 1);
     assert!(!c.is_frozen(&cg("/other")).unwrap());
-    drop((g, other));
+    drop((paused, other));
+    assert!(c.is_frozen(&cg("/paused")).unwrap());
+}
+
+/// A thaw that thaw_all cannot do stays the guard's: its drop tries again.
+#[test]
+fn a_thaw_all_that_fails_leaves_the_guard_responsible() {
+    let k = FakeKernel::v2("0-3", "0", "cpuset");
+    k.cgroup("/c", "0", "0");
+    let c = k.cgroups();
+    let g = c.freeze(&cg("/c"), Duration::from_secs(1)).unwrap();
+    k.inject("c/cgroup.freeze", libc::EIO);
+    assert_eq!(c.thaw_all(), 0);
+    assert!(c.is_frozen(&cg("/c")).unwrap());
+    drop(g);
+    assert!(
+        !c.is_frozen(&cg("/c")).unwrap(),
+        "the guard's drop thawed it"
+    );
 }
 
 #[test]
@@ -366,7 +399,10 @@ fn v1_freeze_without_freezer_cgroup_says_why() {
     let k = FakeKernel::v1("0-3", "0");
     k.cgroup("/c", "0", "0");
     std::fs::remove_dir_all(k.freezer_root().join("c")).unwrap();
-    let err = freeze(k.cgroups().backend(), &cg("/c"), Duration::from_secs(1)).unwrap_err();
+    let err = k
+        .cgroups()
+        .freeze(&cg("/c"), Duration::from_secs(1))
+        .unwrap_err();
     assert!(matches!(err, Error::NoFreezer { .. }), "{err}");
     let c = Cgroups::v1(k.cpuset_root(), None, k.clone());
     let err = c.is_frozen(&cg("/c")).unwrap_err();
@@ -400,7 +436,7 @@ fn a_failed_thaw_is_reported_and_retried_on_drop() {
     let k = FakeKernel::v2("0-3", "0", "cpuset");
     k.cgroup("/c", "0", "0");
     let c = k.cgroups();
-    let g = freeze(c.backend(), &cg("/c"), Duration::from_secs(1)).unwrap();
+    let g = c.freeze(&cg("/c"), Duration::from_secs(1)).unwrap();
     k.inject("c/cgroup.freeze", libc::EIO);
     let err = g.thaw().unwrap_err();
     assert_eq!(err.errno(), Some(libc::EIO), "{err}");
@@ -412,8 +448,8 @@ fn a_failed_thaw_is_reported_and_retried_on_drop() {
 fn v2_cpuset_not_offered_cannot_be_enabled() {
     let k = FakeKernel::v2("0-3", "0", "");
     std::fs::write(k.cpuset_root().join("cgroup.controllers"), "cpu memory").unwrap();
-    let err = k
-        .cgroups()
+    // Built by hand: detection would refuse this host up front (NoCpuset, tested above).
+    let err = Cgroups::v2(k.cpuset_root(), k.clone())
         .create(&cg("/a"), &"0".parse().unwrap(), &"0".parse().unwrap())
         .unwrap_err();
     assert!(matches!(err, Error::CannotEnableCpuset { .. }), "{err}");

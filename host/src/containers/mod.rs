@@ -17,14 +17,13 @@ mod reference;
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::PathBuf;
-use std::sync::Arc;
 
 pub use engine::{Engine, EngineContainer, EngineError};
 pub use patterns::{Classified, classify};
 pub use reference::{BadReference, MIN_ID_PREFIX, Reference};
 
-use crate::cgroup::{self, CgroupPath, Cgroups, Fs, IoError, Version};
+use crate::cgroup::{self, CgroupPath, Cgroups, IoError, Version};
+use crate::kernel::Files;
 use placed_core::fault::Fault;
 
 /// The kind of container, by who made its cgroup.
@@ -170,36 +169,19 @@ const MAX_WALK_DEPTH: usize = 16;
 #[derive(Debug, Clone)]
 pub struct Discovery {
     cgroups: Cgroups,
-    fs: Arc<dyn Fs>,
-    proc_root: PathBuf,
+    files: Files,
     engines: Vec<Engine>,
 }
 
 impl Discovery {
-    /// `proc_root` is normally `/proc`; `engines` the runtimes with a name API (normally
+    /// `files` gives `/proc`; `engines` are the runtimes with a name API (normally
     /// [`Engine::docker`] and [`Engine::podman`]).
-    pub fn new(
-        cgroups: Cgroups,
-        fs: Arc<dyn Fs>,
-        proc_root: PathBuf,
-        engines: Vec<Engine>,
-    ) -> Self {
+    pub fn new(cgroups: Cgroups, files: Files, engines: Vec<Engine>) -> Self {
         Self {
             cgroups,
-            fs,
-            proc_root,
+            files,
             engines,
         }
-    }
-
-    /// This host: `/proc`, Docker's and podman's default sockets.
-    pub fn host(cgroups: Cgroups) -> Self {
-        Self::new(
-            cgroups,
-            Arc::new(cgroup::RealFs),
-            PathBuf::from("/proc"),
-            vec![Engine::docker(), Engine::podman()],
-        )
     }
 
     pub fn cgroups(&self) -> &Cgroups {
@@ -412,8 +394,9 @@ impl Discovery {
 
     /// The cpuset-hierarchy cgroup of a process, from `/proc/<pid>/cgroup`.
     pub fn cgroup_of_pid(&self, pid: u32) -> Result<CgroupPath, Error> {
-        let path = self.proc_root.join(pid.to_string()).join("cgroup");
-        let text = cgroup::fs::read(self.fs.as_ref(), &path)
+        let text = self
+            .files
+            .read(&self.files.task_path(pid, "cgroup"))
             .map_err(|source| Error::Proc { pid, source })?;
         let version = self.cgroups.version();
         let rel = proc_cgroup_line(&text, version).ok_or(Error::NoCpusetLine { pid, version })?;

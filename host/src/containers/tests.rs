@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use super::engine::tests::fake_engine;
 use super::*;
-use crate::cgroup::fake::FakeKernel;
+use crate::kernel::fake::FakeKernel;
 
 const A: &str = "aaaa1111bbbb2222cccc3333dddd4444eeee5555ffff6666aaaa7777bbbb8888";
 const B: &str = "aaaa2222bbbb2222cccc3333dddd4444eeee5555ffff6666aaaa7777bbbb9999";
@@ -12,7 +12,6 @@ const C: &str = "cccc1111bbbb2222cccc3333dddd4444eeee5555ffff6666aaaa7777bbbb888
 
 struct Host {
     kernel: Arc<FakeKernel>,
-    proc_dir: tempfile::TempDir,
     _engine_dir: tempfile::TempDir,
     discovery: Discovery,
 }
@@ -33,14 +32,12 @@ fn host() -> Host {
     ] {
         k.cgroup(&p, "0-3", "0");
     }
-    let proc_dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(proc_dir.path().join("100")).unwrap();
     // The main process sits in a sub-cgroup of the container (systemd inside it).
-    std::fs::write(
-        proc_dir.path().join("100/cgroup"),
-        format!("12:freezer:/docker/{A}/sub\n4:cpuset:/docker/{A}/sub\n1:name=systemd:/x\n0::/\n"),
-    )
-    .unwrap();
+    k.proc_file(
+        100,
+        "cgroup",
+        &format!("12:freezer:/docker/{A}/sub\n4:cpuset:/docker/{A}/sub\n1:name=systemd:/x\n0::/\n"),
+    );
     let (engine_dir, sock) = fake_engine(vec![
         (
             "/containers/web/json",
@@ -72,8 +69,7 @@ fn host() -> Host {
     ]);
     let discovery = Discovery::new(
         k.cgroups(),
-        k.clone(),
-        proc_dir.path().to_owned(),
+        k.files(),
         vec![
             Engine::new(Runtime::Docker, sock),
             Engine::new(Runtime::Podman, "/nonexistent.sock"),
@@ -81,7 +77,6 @@ fn host() -> Host {
     );
     Host {
         kernel: k,
-        proc_dir,
         _engine_dir: engine_dir,
         discovery,
     }
@@ -97,7 +92,6 @@ fn resolves_by_name_through_the_engine_and_proc() {
     // Raised from the main process's sub-cgroup to the container's own.
     assert_eq!(c.cgroup.to_string(), format!("/docker/{A}"));
     assert_eq!(h.discovery.resolve("docker:web").unwrap().cgroup, c.cgroup);
-    assert!(h.proc_dir.path().exists());
 }
 
 #[test]

@@ -2,95 +2,51 @@
 //! the rollback, and what errors say. Real tasks and real migration are in
 //! `host/tests/enact`.
 
-use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use super::*;
-use crate::cgroup::fake::FakeKernel;
-use crate::containers::{Discovery, Runtime};
+use crate::containers::Runtime;
+use crate::kernel::fake::FakeKernel;
+use crate::migrate::Mode;
 
 struct Fake {
     kernel: Arc<FakeKernel>,
-    proc_dir: tempfile::TempDir,
-    _sys_dir: tempfile::TempDir,
     host: Host,
-    /// The task in /docker/c and the one in /docker/c/sub.
+    /// The process in /docker/c and the one in /docker/c/sub.
     pids: [u32; 2],
 }
 
-/// Pids above PID_MAX_LIMIT (2^22), which no process can have: the workers of the fast and
-/// throttled modes call the real move_pages/migrate_pages, and on these they fail with
-/// ESRCH and touch nothing.
-const NO_SUCH: [u32; 2] = [(1 << 22) + 10, (1 << 22) + 11];
-
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
-
 /// A v1 host with CPUs 0-7 online and nodes 0-1 with memory; /docker holds 0-5 and 0-1;
-/// the container /docker/c has a child /docker/c/sub; tasks 10 (in c) and 11 (in sub).
+/// the container /docker/c has a child /docker/c/sub; one process in each. The fake's pids
+/// are above PID_MAX_LIMIT: the workers of the fast and throttled modes call the real
+/// move_pages/migrate_pages, and on these they fail with ESRCH and touch nothing.
 fn fake() -> Fake {
-    fake_with([10, 11])
-}
-
-/// [`fake`] with other task ids.
-fn fake_with(pids: [u32; 2]) -> Fake {
     let k = FakeKernel::v1("0-7", "0-1");
     k.cgroup("/docker", "0-5", "0-1");
     k.cgroup("/docker/c", "0-1", "0");
     k.cgroup("/docker/c/sub", "0-1", "0");
-    k.tasks("/docker/c", &pids[..1]);
-    k.tasks("/docker/c/sub", &pids[1..]);
-    let sys = tempfile::tempdir().unwrap();
-    write(&sys.path().join("devices/system/cpu/online"), "0-7\n");
-    write(&sys.path().join("devices/system/node/has_memory"), "0-1\n");
-    let proc_dir = tempfile::tempdir().unwrap();
-    let proc = Proc::new(k.clone(), proc_dir.path().to_owned());
-    let cgroups = k.cgroups();
-    let discovery = Discovery::new(
-        cgroups.clone(),
-        k.clone(),
-        proc_dir.path().to_owned(),
-        vec![],
-    );
-    let host = Host::new(cgroups, discovery, proc, sys.path().to_owned(), k.clone());
-    let f = Fake {
+    let pids = [k.process("/docker/c", 1), k.process("/docker/c/sub", 1)];
+    Fake {
+        host: k.host(),
         kernel: k,
-        proc_dir,
-        _sys_dir: sys,
-        host,
         pids,
-    };
-    f.status("0-1", "0");
-    f
+    }
 }
 
 impl Fake {
-    /// What /proc/<tid>/status says for both tasks: the fake kernel does not update it.
-    fn status(&self, cpus: &str, mems: &str) {
+    /// Both tasks' /proc/<tid>/status stop following the cpuset and show these sets: as if
+    /// they escaped it.
+    fn escape(&self, cpus: &str, mems: &str) {
         for tid in self.pids {
-            write(
-                &self.proc_dir.path().join(format!("{tid}/status")),
-                &format!("Name:\tx\nCpus_allowed_list:\t{cpus}\nMems_allowed_list:\t{mems}\n"),
-            );
+            self.kernel.escape(tid, cpus, mems);
         }
     }
 
-    /// Gives each task 1 MiB resident on `node` in the fake /proc (maps and numa_maps).
+    /// Gives each task 1 MiB resident on `node`.
     fn memory_on(&self, node: u32) {
         for pid in self.pids {
-            let dir = self.proc_dir.path().join(pid.to_string());
-            write(
-                &dir.join("maps"),
-                "7f0000000000-7f0000100000 rw-p 00000000 00:00 0\n",
-            );
-            write(
-                &dir.join("numa_maps"),
-                &format!(
-                    "7f0000000000 default anon=256 dirty=256 N{node}=256 kernelpagesize_kB=4\n"
-                ),
-            );
+            self.kernel.set_memory(pid, &[(node, 1 << 20)]);
         }
     }
 
@@ -172,8 +128,7 @@ fn requests_the_host_cannot_satisfy_write_nothing() {
 fn applies_a_subtree_and_verifies_every_task() {
     let f = fake();
     let c = f.container();
-    // The fake /proc already shows what the kernel would show after the move.
-    f.status("2-3", "1");
+    // The fake /proc follows the cpuset, as the kernel's does.
     let r = f
         .host
         .apply(&c, &set("2-3"), &set("1"), &Mode::Kernel)
@@ -207,7 +162,8 @@ fn applies_a_subtree_and_verifies_every_task() {
 fn a_task_that_did_not_follow_rolls_back() {
     let f = fake();
     let c = f.container();
-    // /proc still shows the old sets: as if a task escaped the cpuset.
+    // /proc keeps showing the old sets: as if the tasks escaped the cpuset.
+    f.escape("0-1", "0");
     let err = f
         .host
         .apply(&c, &set("2-3"), &set("1"), &Mode::Kernel)
@@ -231,7 +187,6 @@ fn a_task_that_did_not_follow_rolls_back() {
 fn a_refused_write_mid_plan_rolls_back() {
     let f = fake();
     let c = f.container();
-    f.status("2-3", "1");
     // The child's cpus write fails after the parent has grown.
     f.kernel.inject("c/sub/cpuset.cpus", libc::EBUSY);
     let err = f
@@ -282,7 +237,6 @@ fn a_refused_write_mid_plan_rolls_back() {
 fn fast_mode_without_memory_to_move_writes_once_and_freezes_nothing() {
     let f = fake();
     let c = f.container();
-    f.status("2-3", "1");
     let r = f
         .host
         .apply(
@@ -309,7 +263,7 @@ fn fast_mode_without_memory_to_move_writes_once_and_freezes_nothing() {
 fn a_vanished_container_is_not_found() {
     let f = fake();
     let c = f.container();
-    std::fs::remove_dir_all(f.kernel.cpuset_root().join("docker/c")).unwrap();
+    f.kernel.remove_cgroup("/docker/c");
     let err = f
         .host
         .apply(&c, &set("2-3"), &set("1"), &Mode::Kernel)
@@ -328,7 +282,7 @@ fn inspect_reports_sets_tasks_and_disagreements() {
     assert_eq!(i.cpuset.cpus.to_string(), "0-1");
     assert_eq!(i.frozen, Some(false));
     assert!(i.disagreeing_tasks.is_empty());
-    f.status("0-3", "0");
+    f.escape("0-3", "0");
     let i = f.host.inspect(&c).unwrap();
     assert_eq!(i.disagreeing_tasks.len(), 2, "{:?}", i.disagreeing_tasks);
 }
@@ -338,24 +292,7 @@ fn v2_parent_without_cpuset_is_checked_against_the_nearest_ancestor() {
     let k = FakeKernel::v2("0-7", "0-1", "");
     // /sys.slice has no cpuset files yet: the root has not enabled cpuset for children.
     k.cgroup("/sys.slice/c", "", "");
-    let sys = tempfile::tempdir().unwrap();
-    write(&sys.path().join("devices/system/cpu/online"), "0-7\n");
-    write(&sys.path().join("devices/system/node/has_memory"), "0-1\n");
-    let proc_dir = tempfile::tempdir().unwrap();
-    let cgroups = k.cgroups();
-    let discovery = Discovery::new(
-        cgroups.clone(),
-        k.clone(),
-        proc_dir.path().to_owned(),
-        vec![],
-    );
-    let host = Host::new(
-        cgroups,
-        discovery,
-        Proc::new(k.clone(), proc_dir.path().to_owned()),
-        sys.path().to_owned(),
-        k.clone(),
-    );
+    let host = k.host();
     let c = host.resolve("/sys.slice/c").unwrap();
     let r = host
         .apply(&c, &set("2-3"), &set("1"), &Mode::Kernel)
@@ -372,29 +309,17 @@ fn v2_descendants_without_cpuset_inherit_and_are_verified_against_the_container(
     k.cgroup("/c", "0-1", "0");
     // /c/sub: /c does not enable cpuset for its children, so sub has no cpuset files.
     k.cgroup("/c/sub", "", "");
-    k.tasks("/c/sub", &[11]);
-    let sys = tempfile::tempdir().unwrap();
-    write(&sys.path().join("devices/system/cpu/online"), "0-7\n");
-    write(&sys.path().join("devices/system/node/has_memory"), "0-1\n");
-    let proc_dir = tempfile::tempdir().unwrap();
-    write(
-        &proc_dir.path().join("11/status"),
-        "Cpus_allowed_list:\t4-5\nMems_allowed_list:\t1\n",
+    let pid = k.process("/c/sub", 1);
+    // It shows /c's sets, which it inherits.
+    let status = |k: &FakeKernel| {
+        std::fs::read_to_string(k.proc_root().join(format!("{pid}/status"))).unwrap()
+    };
+    assert!(
+        status(&k).contains("Cpus_allowed_list:\t0-1\n"),
+        "{}",
+        status(&k)
     );
-    let cgroups = k.cgroups();
-    let discovery = Discovery::new(
-        cgroups.clone(),
-        k.clone(),
-        proc_dir.path().to_owned(),
-        vec![],
-    );
-    let host = Host::new(
-        cgroups,
-        discovery,
-        Proc::new(k.clone(), proc_dir.path().to_owned()),
-        sys.path().to_owned(),
-        k.clone(),
-    );
+    let host = k.host();
     let c = host.resolve("/c").unwrap();
     let r = host
         .apply(&c, &set("4-5"), &set("1"), &Mode::Kernel)
@@ -406,6 +331,11 @@ fn v2_descendants_without_cpuset_inherit_and_are_verified_against_the_container(
     );
     let i = host.inspect(&c).unwrap();
     assert!(i.disagreeing_tasks.is_empty(), "{:?}", i.disagreeing_tasks);
+    assert!(
+        status(&k).contains("Cpus_allowed_list:\t4-5\n"),
+        "{}",
+        status(&k)
+    );
 }
 
 /// Fast mode, frozen, with memory to move: a write that fails after the freeze and after
@@ -419,7 +349,7 @@ fn a_fast_move_failing_after_the_freeze_thaws_and_restores() {
     };
     // /docker/c/sub's mems are written once in step 1 (to 0-1) and once in step 2 (to 1).
     for (step, skip) in [("step 1", 0), ("step 2", 1)] {
-        let f = fake_with(NO_SUCH);
+        let f = fake();
         f.memory_on(0);
         let c = f.container();
         f.kernel.inject_after("c/sub/cpuset.mems", libc::EIO, skip);
@@ -469,9 +399,8 @@ fn a_cancel_finishes_a_fast_move_and_leaves_a_throttled_one_on_both_nodes() {
         ..ApplyOptions::default()
     };
 
-    let f = fake_with(NO_SUCH);
+    let f = fake();
     f.memory_on(0);
-    f.status("2-3", "1");
     let fast = Mode::Fast {
         workers: 2,
         freeze: true,
@@ -492,10 +421,8 @@ fn a_cancel_finishes_a_fast_move_and_leaves_a_throttled_one_on_both_nodes() {
         r.warnings
     );
 
-    let f = fake_with(NO_SUCH);
+    let f = fake();
     f.memory_on(0);
-    // What the kernel would show with the cgroup on both nodes.
-    f.status("2-3", "0-1");
     let throttled = Mode::Throttled {
         bytes_per_sec: 1 << 20,
     };
@@ -534,12 +461,11 @@ fn a_cancel_finishes_a_fast_move_and_leaves_a_throttled_one_on_both_nodes() {
 /// the report comes back with a warning and the unmeasured parts empty.
 #[test]
 fn memory_unreadable_after_a_verified_move_is_a_warning_not_a_rollback() {
-    let f = fake_with(NO_SUCH);
+    let f = fake();
     f.memory_on(0);
-    f.status("2-3", "1");
     // The first read (before the move) works, the second (after) fails.
     f.kernel
-        .inject_read_after(&format!("{}/numa_maps", NO_SUCH[0]), libc::EIO, 1);
+        .inject_read_after(&format!("{}/numa_maps", f.pids[0]), libc::EIO, 1);
     let r = f
         .host
         .apply(&f.container(), &set("2-3"), &set("1"), &Mode::Kernel)
@@ -555,4 +481,79 @@ fn memory_unreadable_after_a_verified_move_is_a_warning_not_a_rollback() {
         "{}",
         r.warnings[0]
     );
+}
+
+/// The move-cost inputs count the container's whole subtree; without per-node figures the
+/// bytes a move would migrate are all of its resident memory, the most a move can take.
+#[test]
+fn move_cost_inputs_count_the_subtree_and_fall_back_to_all_resident_memory() {
+    let f = fake();
+    let cg = f.container().cgroup;
+    f.kernel
+        .set_memory(f.pids[0], &[(0, 3 << 20), (1, 1 << 20)]);
+    f.kernel.set_memory(f.pids[1], &[(0, 2 << 20)]);
+    let per_node = f.host.resident_per_node(&cg).unwrap();
+    assert_eq!(per_node.total(), 6 << 20);
+    assert_eq!(f.host.bytes_outside(&cg, &set("1")).unwrap(), 5 << 20);
+    assert_eq!(f.host.bytes_outside(&cg, &set("0-1")).unwrap(), 0);
+    f.kernel
+        .inject_read_after(&format!("{}/numa_maps", f.pids[1]), libc::EIO, 0);
+    assert_eq!(f.host.bytes_outside(&cg, &set("1")).unwrap(), 6 << 20);
+    f.kernel.remove_cgroup("/docker/c");
+    let err = f.host.bytes_outside(&cg, &set("1")).unwrap_err();
+    assert_eq!(err.fault(), Fault::NotFound, "{err}");
+}
+
+/// The vCPU count from the CPU quota and the perf directory come from the host object.
+#[test]
+fn the_host_reads_the_cpu_quota_of_a_container() {
+    let f = fake();
+    let cg = f.container().cgroup;
+    assert_eq!(f.host.vcpus_from_quota(&cg), None, "no quota: unlimited");
+    f.kernel.set_cpu_quota("/docker/c", 150_000, 100_000);
+    assert_eq!(f.host.vcpus_from_quota(&cg), Some(2));
+    assert_eq!(
+        f.host.perf_dir(&cg),
+        None,
+        "the fake v1 host mounts no perf_event"
+    );
+}
+
+/// A fast move holding the container frozen when the host shuts down: the host's
+/// `thaw_all` thaws it (and the move's own guard then leaves it alone).
+#[test]
+fn the_host_thaws_what_a_move_of_its_own_holds_frozen() {
+    let f = fake();
+    f.memory_on(0);
+    let scratch = tempfile::tempdir().unwrap();
+    let hold = migrate::HoldPoint {
+        release: scratch.path().join("hold"),
+    };
+    std::fs::write(&hold.release, b"").unwrap();
+    let opts = ApplyOptions {
+        hold: Some(hold.clone()),
+        ..ApplyOptions::default()
+    };
+    let fast = Mode::Fast {
+        workers: 1,
+        freeze: true,
+    };
+    std::thread::scope(|s| {
+        let mover = s.spawn(|| {
+            f.host
+                .apply_with(&f.container(), &set("2-3"), &set("1"), &fast, &opts)
+        });
+        // The workers announce the hold point once there: wait for that event.
+        while !hold.reached_marker().exists() {
+            std::thread::yield_now();
+        }
+        assert_eq!(f.kernel.freezer_file("docker/c/freezer.state"), "FROZEN");
+        // Another host object on the same kernel holds no guard of this move.
+        assert_eq!(f.kernel.host().thaw_all(), 0);
+        assert_eq!(f.host.clone().thaw_all(), 1);
+        assert_eq!(f.kernel.freezer_file("docker/c/freezer.state"), "THAWED");
+        std::fs::remove_file(&hold.release).unwrap();
+        mover.join().unwrap().unwrap();
+    });
+    assert_eq!(f.kernel.freezer_file("docker/c/freezer.state"), "THAWED");
 }

@@ -19,16 +19,15 @@ pub mod numa_maps;
 pub mod sys;
 
 use std::fmt;
-use std::path::PathBuf;
 use std::str::FromStr;
-use std::sync::Arc;
 use std::time::Duration;
 
 pub use hold::{HOLD_ENV, HoldPoint};
 pub use mover::{MoveOptions, MoveStats, destination, move_memory};
 pub use numa_maps::{NodeBytes, Vma};
 
-use crate::cgroup::{self, Fs, IoError};
+use crate::cgroup::{self, IoError};
+use crate::kernel::Files;
 use placed_core::fault::Fault;
 
 /// How memory follows a cpuset change.
@@ -187,6 +186,8 @@ pub enum Error {
     },
     #[error(transparent)]
     Malformed(#[from] numa_maps::Malformed),
+    #[error("process {pid}'s status has VmRSS {line:?}, not a size in kB")]
+    Status { pid: u32, line: String },
     #[error(transparent)]
     Cgroup(#[from] cgroup::Error),
 }
@@ -195,45 +196,33 @@ impl Error {
     pub fn fault(&self) -> Fault {
         match self {
             Error::Proc { source, .. } => cgroup::fault_of_errno(source.errno()),
-            Error::Malformed(_) => Fault::Transient,
+            Error::Malformed(_) | Error::Status { .. } => Fault::Transient,
             Error::Cgroup(e) => e.fault(),
         }
     }
 }
 
-/// `/proc`, through the same read helper as the cgroup files.
+/// The memory maps and resident memory of processes, from `/proc` through
+/// [`crate::kernel::Files`].
 #[derive(Debug, Clone)]
 pub struct Proc {
-    fs: Arc<dyn Fs>,
-    root: PathBuf,
+    files: Files,
 }
 
 impl Proc {
-    pub fn new(fs: Arc<dyn Fs>, root: PathBuf) -> Self {
-        Self { fs, root }
+    pub fn new(files: Files) -> Self {
+        Self { files }
     }
 
-    /// The host's `/proc`.
-    pub fn host() -> Self {
-        Self::new(Arc::new(cgroup::RealFs), PathBuf::from("/proc"))
-    }
-
-    pub fn root(&self) -> &std::path::Path {
-        &self.root
-    }
-
-    pub fn fs(&self) -> &Arc<dyn Fs> {
-        &self.fs
+    pub fn files(&self) -> &Files {
+        &self.files
     }
 
     /// A file of `/proc/<pid>/`; `None` if the process is gone (ENOENT, ESRCH).
     pub fn read(&self, pid: u32, file: &str) -> Result<Option<String>, Error> {
-        let path = self.root.join(pid.to_string()).join(file);
-        match cgroup::fs::read(self.fs.as_ref(), &path) {
-            Ok(t) => Ok(Some(t)),
-            Err(e) if matches!(e.errno(), Some(libc::ENOENT | libc::ESRCH)) => Ok(None),
-            Err(source) => Err(Error::Proc { pid, source }),
-        }
+        self.files
+            .task(pid, file)
+            .map_err(|source| Error::Proc { pid, source })
     }
 
     /// The process's mappings with resident pages; `None` if it exited.
@@ -253,8 +242,9 @@ impl Proc {
     /// Whether the kernel's automatic NUMA balancing is on (`sys/kernel/numa_balancing`
     /// non-zero): it then moves pages toward the CPUs that touch them, whatever placed does.
     pub fn numa_balancing(&self) -> bool {
-        let path = self.root.join("sys/kernel/numa_balancing");
-        cgroup::fs::read(self.fs.as_ref(), &path).is_ok_and(|t| t.trim() != "0")
+        self.files
+            .proc("sys/kernel/numa_balancing")
+            .is_ok_and(|t| t.trim() != "0")
     }
 
     /// Resident memory per node of the processes (those that exited are left out).
@@ -264,6 +254,35 @@ impl Proc {
             for v in self.vmas(pid)?.unwrap_or_default() {
                 total.add(&v.bytes());
             }
+        }
+        Ok(total)
+    }
+
+    /// Resident memory of the processes in all (`VmRSS` of `/proc/<pid>/status`), for when
+    /// the per-node figures cannot be had; those that exited are left out.
+    pub fn resident(&self, pids: &[u32]) -> Result<u64, Error> {
+        let mut total = 0_u64;
+        for &pid in pids {
+            let Some(status) = self.read(pid, "status")? else {
+                continue;
+            };
+            // Kernel threads have no VmRSS line: nothing resident of their own.
+            let kib = status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .map(|v| {
+                    v.trim()
+                        .trim_end_matches("kB")
+                        .trim()
+                        .parse::<u64>()
+                        .map_err(|_| Error::Status {
+                            pid,
+                            line: v.trim().to_owned(),
+                        })
+                })
+                .transpose()?
+                .unwrap_or(0);
+            total = total.saturating_add(kib.saturating_mul(1024));
         }
         Ok(total)
     }
@@ -291,12 +310,37 @@ mod tests {
 
     #[test]
     fn own_footprint_is_readable() {
-        let p = Proc::host();
+        let p = Proc::new(Files::host());
         let me = p.footprint(&[std::process::id()]).unwrap();
         assert!(me.total() > 0);
         assert!(
             p.vmas(u32::MAX - 1).unwrap().is_none(),
             "no such process: None"
         );
+        // VmRSS counts every resident page, numa_maps the mapped ones: close, and both
+        // present for a live process.
+        let rss = p.resident(&[std::process::id(), u32::MAX - 1]).unwrap();
+        assert!(rss > 0);
+    }
+
+    #[test]
+    fn resident_reads_vmrss_and_refuses_garbage() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |pid: u32, status: &str| {
+            let d = dir.path().join(pid.to_string());
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("status"), status).unwrap();
+        };
+        write(5, "Name:\tx\nVmRSS:\t    2048 kB\n");
+        write(6, "Name:\tkthreadd\n");
+        write(7, "Name:\tx\nVmRSS:\tlots\n");
+        let p = Proc::new(Files::new(
+            std::sync::Arc::new(cgroup::RealFs),
+            dir.path().to_owned(),
+            dir.path().to_owned(),
+        ));
+        assert_eq!(p.resident(&[5, 6, 99]).unwrap(), 2 << 20);
+        let err = p.resident(&[7]).unwrap_err();
+        assert!(err.to_string().contains("process 7"), "{err}");
     }
 }

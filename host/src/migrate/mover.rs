@@ -500,10 +500,11 @@ mod tests {
             ),
         )
         .unwrap();
-        let proc = Proc::new(
+        let proc = Proc::new(crate::kernel::Files::new(
             std::sync::Arc::new(cgroup::RealFs),
             proc_dir.path().to_owned(),
-        );
+            proc_dir.path().to_owned(),
+        ));
         let to: NodeSet = "1".parse().unwrap();
         for (rate, want) in [(Some(4u64 << 20), 512), (Some(1 << 30), 1024), (None, 1024)] {
             let opts = MoveOptions {

@@ -314,13 +314,13 @@ mod tests {
     /// Waits (boundedly) until `pid` no longer runs: SIGKILL is delivered asynchronously,
     /// and the dead grandchild may linger as a zombie until init reaps it.
     fn assert_gone(pid: i32) {
+        let files = crate::kernel::Files::host();
+        let pid = u32::try_from(pid).unwrap();
         let state = || {
-            std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|s| {
-                    s.rsplit_once(") ")
-                        .and_then(|(_, rest)| rest.chars().next())
-                })
+            files.task(pid, "stat").unwrap().and_then(|s| {
+                s.rsplit_once(") ")
+                    .and_then(|(_, rest)| rest.chars().next())
+            })
         };
         for _ in 0..250 {
             if matches!(state(), None | Some('Z' | 'X')) {

@@ -53,15 +53,8 @@ impl TestCgroup {
     /// Creates a fresh cgroup under the cgroup v2 mount, or `None` when there is no
     /// writable one (not root, or no cgroup2 mount).
     pub(crate) fn create(tag: &str) -> Option<Self> {
-        let mounts = std::fs::read_to_string("/proc/mounts").ok()?;
-        let root = mounts
-            .lines()
-            .filter_map(|l| {
-                let mut f = l.split_whitespace();
-                let (_dev, dir, fstype) = (f.next()?, f.next()?, f.next()?);
-                (fstype == "cgroup2").then(|| PathBuf::from(dir))
-            })
-            .next()?;
+        let kernel = crate::kernel::Kernel::host().ok()?;
+        let root = kernel.mounts().v2()?.mount_point.clone();
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let path = root.join(format!("placed-test-{tag}-{}-{n}", std::process::id()));
         std::fs::create_dir(&path).ok()?;
@@ -82,7 +75,8 @@ impl TestCgroup {
 
     /// The host's online PUs.
     pub(crate) fn online_cpus(&self) -> CpuSet {
-        std::fs::read_to_string("/sys/devices/system/cpu/online")
+        crate::kernel::Files::host()
+            .sys("devices/system/cpu/online")
             .expect("online cpus")
             .trim()
             .parse()

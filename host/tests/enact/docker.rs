@@ -91,12 +91,10 @@ fn places_a_docker_container_by_name() {
         host.cgroups().is_frozen(&c.cgroup).unwrap(),
         "docker pause froze it"
     );
-    let g = placed_host::cgroup::freeze(
-        host.cgroups().backend(),
-        &c.cgroup,
-        std::time::Duration::from_secs(10),
-    )
-    .unwrap();
+    let g = host
+        .cgroups()
+        .freeze(&c.cgroup, std::time::Duration::from_secs(10))
+        .unwrap();
     assert!(!g.owned(), "frozen by docker, not by us");
     g.thaw().unwrap();
     let state = docker(&["inspect", "--format", "{{.State.Status}}", &tc.name]).unwrap();

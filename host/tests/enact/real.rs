@@ -189,9 +189,11 @@ fn freezing_stops_the_tasks_and_the_guard_always_thaws() {
     let mut cg = TestCgroup::new(&host, &first(&cpus), &first(&nodes));
     let path = cg.path.clone();
     let pid = cg.start(&path, "threads=8,mib=16");
-    let b = host.cgroups().backend().clone();
     {
-        let g = cgroup::freeze(&b, &cg.path, Duration::from_secs(10)).unwrap();
+        let g = host
+            .cgroups()
+            .freeze(&cg.path, Duration::from_secs(10))
+            .unwrap();
         assert!(g.owned());
         assert!(host.cgroups().is_frozen(&cg.path).unwrap());
         // Dropped without thaw(): as on an error path.
@@ -200,7 +202,10 @@ fn freezing_stops_the_tasks_and_the_guard_always_thaws() {
 
     // Frozen by someone else (`docker pause`, an operator): a guard leaves it frozen.
     freeze_by_hand(&host, &cg.path);
-    let g = cgroup::freeze(&b, &cg.path, Duration::from_secs(10)).unwrap();
+    let g = host
+        .cgroups()
+        .freeze(&cg.path, Duration::from_secs(10))
+        .unwrap();
     assert!(!g.owned());
     g.thaw().unwrap();
     assert!(host.cgroups().is_frozen(&cg.path).unwrap());

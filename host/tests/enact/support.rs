@@ -7,10 +7,9 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Mutex};
 
 use placed_core::cpuset::{CpuSet, NodeSet};
-use placed_host::cgroup::{CgroupPath, Cgroups, Fs, RealFs};
-use placed_host::containers::Discovery;
+use placed_host::cgroup::{CgroupPath, Fs, RealFs};
 use placed_host::enact::Host;
-use placed_host::migrate::Proc;
+use placed_host::kernel::{Files, Kernel};
 
 /// Prints why a test does not run here and returns from it.
 #[macro_export]
@@ -259,8 +258,6 @@ impl Fs for FaultyFs {
 
 /// This host, with every cgroup, `/proc` and `/sys` access going through `fs`.
 pub fn host_through(fs: Arc<FaultyFs>) -> Host {
-    let cgroups = Cgroups::from_mountinfo(Path::new("/proc/self/mountinfo"), fs.clone()).unwrap();
-    let discovery = Discovery::new(cgroups.clone(), fs.clone(), PathBuf::from("/proc"), vec![]);
-    let proc = Proc::new(fs.clone(), PathBuf::from("/proc"));
-    Host::new(cgroups, discovery, proc, PathBuf::from("/sys"), fs)
+    let files = Files::new(fs, PathBuf::from("/proc"), PathBuf::from("/sys"));
+    Host::new(Kernel::new(files).unwrap(), vec![]).unwrap()
 }

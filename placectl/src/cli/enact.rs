@@ -2,13 +2,12 @@
 //! they print. The work is [`placed_host::enact::Host`]'s.
 
 use std::fmt::Write;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use placed_core::cpuset::{CpuSet, NodeSet};
 use placed_host::containers::{Container, short_id as short};
 use placed_host::enact::{self, ApplyOptions, ApplyReport, Host, Inspection};
 use placed_host::migrate::{self, Mode, NodeBytes};
+use placed_host::stop::{OnHangup, SignalError, SignalWatch, Stop};
 
 use super::human_bytes;
 use super::table::Table;
@@ -101,23 +100,20 @@ pub enum MoveError {
         #[source]
         cause: Option<Box<enact::Error>>,
     },
-    #[error("cannot block SIGINT, SIGTERM and SIGHUP to watch for them")]
-    Signals(#[source] std::io::Error),
+    #[error(transparent)]
+    Signals(#[from] SignalError),
 }
 
 /// `placectl move`: [`Host::apply_with`], stopped in good order by SIGINT, SIGTERM or
 /// SIGHUP.
 ///
 /// A fast move freezes the container, and only this process thaws it: killed by Ctrl-C
-/// halfway, it would leave the container frozen. So the signals are blocked for the length
-/// of the apply and taken by a watcher thread, which sets the apply's `cancel` flag: the
-/// workers stop, the cpuset is finished (fast) or left on both nodes (throttled), and the
-/// freeze guard thaws, before this returns [`MoveError::Interrupted`]. [`placed_host::cgroup::thaw_all`]
-/// runs afterwards as a backstop. SIGKILL cannot be caught; the daemon's start-up thaws what
-/// such a kill leaves.
-///
-/// Changes the calling thread's signal mask while it runs: for a command-line program's
-/// main thread, called before it starts other threads.
+/// halfway, it would leave the container frozen. So for the length of the apply the
+/// signals are taken by a [`SignalWatch`], which sets the apply's `cancel` flag (the
+/// [`Stop`]'s): the workers stop, the cpuset is finished (fast) or left on both nodes
+/// (throttled), and the freeze guard thaws, before this returns [`MoveError::Interrupted`].
+/// [`Host::thaw_all`] runs afterwards as a backstop. SIGKILL cannot be caught; the daemon's
+/// start-up thaws what such a kill leaves.
 pub fn apply_interruptibly(
     host: &Host,
     container: &Container,
@@ -125,10 +121,15 @@ pub fn apply_interruptibly(
     mems: &NodeSet,
     mode: &Mode,
 ) -> Result<ApplyReport, MoveError> {
-    let cancel = Arc::new(AtomicBool::new(false));
-    let watch = signals::Watch::start(cancel.clone()).map_err(MoveError::Signals)?;
+    let stop = Stop::new();
+    let watch = SignalWatch::start(&stop, OnHangup::Stop, |signal| {
+        eprintln!(
+            "placectl: {signal}: stopping the migration; the container is thawed and its \
+             cpuset settled before placectl exits"
+        );
+    })?;
     let opts = ApplyOptions {
-        cancel: Some(cancel),
+        cancel: Some(stop.flag()),
         hold: migrate::HoldPoint::from_env(),
         ..ApplyOptions::default()
     };
@@ -136,7 +137,7 @@ pub fn apply_interruptibly(
     let Some(signal) = watch.finish() else {
         return Ok(result?);
     };
-    let thawed = placed_host::cgroup::thaw_all();
+    let thawed = host.thaw_all();
     let mut state = match &result {
         Ok(r) => interrupted_state(r),
         Err(enact::Error::Failed { rollback, .. }) => {
@@ -148,7 +149,7 @@ pub fn apply_interruptibly(
         let _ = write!(state, "; {thawed} cgroup(s) still frozen were thawed");
     }
     Err(MoveError::Interrupted {
-        signal: signals::name(signal),
+        signal: signal.name(),
         state,
         cause: result.err().map(Box::new),
     })
@@ -184,132 +185,6 @@ fn interrupted_state(r: &ApplyReport) -> String {
         let _ = write!(s, "; {w}");
     }
     s
-}
-
-/// Taking SIGINT, SIGTERM and SIGHUP on a thread of our own while they are blocked
-/// everywhere else, so that no other thread is interrupted in a syscall and no handler runs
-/// in signal context.
-mod signals {
-    use super::*;
-
-    const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
-
-    pub(super) fn name(signal: libc::c_int) -> &'static str {
-        match signal {
-            libc::SIGINT => "SIGINT",
-            libc::SIGTERM => "SIGTERM",
-            libc::SIGHUP => "SIGHUP",
-            _ => "a signal",
-        }
-    }
-
-    pub(super) struct Watch {
-        set: libc::sigset_t,
-        old: libc::sigset_t,
-        stop: Arc<AtomicBool>,
-        got: Arc<AtomicI32>,
-        thread: Option<std::thread::JoinHandle<()>>,
-    }
-
-    impl Watch {
-        /// Blocks the signals in this thread (and so in every thread it starts later) and
-        /// starts the watcher.
-        pub(super) fn start(cancel: Arc<AtomicBool>) -> std::io::Result<Self> {
-            // SAFETY: sigset_t is plain data; sigemptyset initialises it before any use.
-            let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
-            // SAFETY: as above; pthread_sigmask overwrites it.
-            let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
-            // SAFETY: `set` is a valid sigset_t owned by this frame; the signal numbers are
-            // valid, so these calls cannot fail.
-            unsafe {
-                libc::sigemptyset(&mut set);
-                for s in SIGNALS {
-                    libc::sigaddset(&mut set, s);
-                }
-            }
-            // SAFETY: both pointers are to valid sigset_t values of this frame.
-            let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old) };
-            if rc != 0 {
-                return Err(std::io::Error::from_raw_os_error(rc));
-            }
-            let stop = Arc::new(AtomicBool::new(false));
-            let got = Arc::new(AtomicI32::new(0));
-            let thread = {
-                let (stop, got) = (stop.clone(), got.clone());
-                std::thread::Builder::new()
-                    .name("placectl-signals".into())
-                    .spawn(move || {
-                        while !stop.load(Ordering::Acquire) {
-                            let Some(signal) = wait(&set, 100_000_000) else {
-                                continue;
-                            };
-                            if got.swap(signal, Ordering::AcqRel) == 0 {
-                                cancel.store(true, Ordering::Release);
-                                eprintln!(
-                                    "placectl: {}: stopping the migration; the container is \
-                                     thawed and its cpuset settled before placectl exits",
-                                    name(signal)
-                                );
-                            }
-                        }
-                    })
-            };
-            let mut watch = Self {
-                set,
-                old,
-                stop,
-                got,
-                thread: None,
-            };
-            // On a spawn error, dropping `watch` restores the mask.
-            watch.thread = Some(thread?);
-            Ok(watch)
-        }
-
-        /// Stops the watcher and unblocks the signals; returns the first signal taken,
-        /// including one still pending now.
-        pub(super) fn finish(mut self) -> Option<libc::c_int> {
-            self.stop_thread();
-            if let Some(s) = wait(&self.set, 0) {
-                let _ = self
-                    .got
-                    .compare_exchange(0, s, Ordering::AcqRel, Ordering::Acquire);
-            }
-            match self.got.load(Ordering::Acquire) {
-                0 => None,
-                s => Some(s),
-            }
-            // Drop restores the mask.
-        }
-
-        fn stop_thread(&mut self) {
-            self.stop.store(true, Ordering::Release);
-            if let Some(t) = self.thread.take() {
-                let _ = t.join();
-            }
-        }
-    }
-
-    impl Drop for Watch {
-        fn drop(&mut self) {
-            self.stop_thread();
-            // SAFETY: `old` is the mask saved by pthread_sigmask in start().
-            unsafe {
-                libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut());
-            }
-        }
-    }
-
-    /// One of the blocked signals if it arrives within `nanos`, else None.
-    fn wait(set: &libc::sigset_t, nanos: libc::c_long) -> Option<libc::c_int> {
-        let timeout = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: nanos,
-        };
-        // SAFETY: `set` and `timeout` are valid for the call; a null siginfo is allowed.
-        let s = unsafe { libc::sigtimedwait(set, std::ptr::null_mut(), &timeout) };
-        (s > 0).then_some(s)
-    }
 }
 
 fn duration(d: std::time::Duration) -> String {

@@ -185,15 +185,9 @@ impl Noise {
 /// Why the noise could not be recorded.
 #[derive(Debug, thiserror::Error)]
 pub enum NoiseError {
-    /// A procfs or sysfs file could not be read.
-    #[error("cannot read {path:?}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// The error.
-        #[source]
-        source: std::io::Error,
-    },
+    /// A procfs or sysfs file could not be read (the error names it).
+    #[error(transparent)]
+    Read(#[from] crate::cgroup::IoError),
     /// A file did not have the expected format.
     #[error("unexpected content in {path:?}: {reason}")]
     Parse {

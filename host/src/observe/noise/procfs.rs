@@ -1,55 +1,42 @@
-//! The procfs and sysfs noise probe. Roots are passed in so tests can run on a fake tree
-//! (STYLE.md §3); parsers take `&str`.
+//! The procfs and sysfs noise probe. Every file is read through [`Files`], so tests run it
+//! on a fake tree; parsers take `&str`.
 //!
 //! Where a fake tree differs from the kernel: real `/proc/<tid>` entries vanish while being
 //! read (a thread exits between listing and reading); the probe skips such threads, and the
 //! fake tree simply omits them.
 
 use std::collections::HashMap;
-use std::io::ErrorKind;
-use std::path::{Path, PathBuf};
 
 use tokio::time::Instant;
 
 use super::{CpuTicks, Incarnation, NoiseError, NoiseProbe, Snapshot, Target, ThreadCounters};
+use crate::kernel::{Files, is_gone};
 use placed_core::cpuset::CpuSet;
 
 /// Noise probe reading `/proc` and `/sys`.
 #[derive(Debug, Clone)]
 pub struct ProcProbe {
-    proc_root: PathBuf,
-    sys_root: PathBuf,
+    files: Files,
     target: Target,
     cpus: Option<CpuSet>,
 }
 
 impl ProcProbe {
-    /// A probe of `target` on the container's PUs `cpus` (all PUs when `None`), on the
-    /// host's `/proc` and `/sys`.
-    pub fn new(target: Target, cpus: Option<CpuSet>) -> Self {
-        Self::with_roots(Path::new("/proc"), Path::new("/sys"), target, cpus)
-    }
-
-    /// The same, on other roots (a fake tree in tests).
-    pub fn with_roots(
-        proc_root: &Path,
-        sys_root: &Path,
-        target: Target,
-        cpus: Option<CpuSet>,
-    ) -> Self {
+    /// A probe of `target` on the container's PUs `cpus` (all online PUs when `None`), on
+    /// `files` (the host's, or a fake tree's): what [`crate::kernel::Kernel::noise_probe`]
+    /// builds.
+    pub fn on(files: &Files, target: Target, cpus: Option<CpuSet>) -> Self {
         Self {
-            proc_root: proc_root.to_owned(),
-            sys_root: sys_root.to_owned(),
+            files: files.clone(),
             target,
             cpus,
         }
     }
 
-    fn read(&self, path: &Path) -> Result<String, NoiseError> {
-        std::fs::read_to_string(path).map_err(|source| NoiseError::Read {
-            path: path.to_owned(),
-            source,
-        })
+    /// The same on this host's `/proc` and `/sys`, for callers that hold no
+    /// [`crate::kernel::Kernel`] (the training collector and its benches).
+    pub fn new(target: Target, cpus: Option<CpuSet>) -> Self {
+        Self::on(&Files::host(), target, cpus)
     }
 
     fn gone(&self) -> NoiseError {
@@ -60,7 +47,7 @@ impl ProcProbe {
 
     /// Pids (for the incarnation) or tids (for counters) of the target.
     fn ids(&self, threads: bool) -> Result<Vec<u32>, NoiseError> {
-        let ids = match &self.target {
+        match &self.target {
             Target::Cgroup(dir) => {
                 // v2 lists threads in cgroup.threads; v1 in tasks. Processes: cgroup.procs.
                 let names: &[&str] = if threads {
@@ -68,41 +55,26 @@ impl ProcProbe {
                 } else {
                     &["cgroup.procs"]
                 };
-                if !dir.is_dir() {
-                    return Err(self.gone());
+                for name in names {
+                    match self.files.read(&dir.join(name)) {
+                        Ok(text) => return Ok(parse_id_list(&text)),
+                        // The other version's file, or the cgroup is gone: try the next.
+                        Err(e) if is_gone(&e) => {}
+                        Err(e) => return Err(NoiseError::Read(e)),
+                    }
                 }
-                let path = names
-                    .iter()
-                    .map(|n| dir.join(n))
-                    .find(|p| p.exists())
-                    .unwrap_or_else(|| dir.join(names[0]));
-                parse_id_list(&self.read(&path)?)
+                Err(self.gone())
             }
             Target::Process(pid) if threads => {
-                let dir = self.proc_root.join(pid.to_string()).join("task");
-                match std::fs::read_dir(&dir) {
-                    Ok(entries) => entries
-                        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-                        .collect(),
-                    Err(e) if e.kind() == ErrorKind::NotFound => return Err(self.gone()),
-                    Err(source) => return Err(NoiseError::Read { path: dir, source }),
-                }
+                self.files.threads_of(*pid)?.ok_or_else(|| self.gone())
             }
-            Target::Process(pid) => vec![*pid],
-        };
-        Ok(ids)
+            Target::Process(pid) => Ok(vec![*pid]),
+        }
     }
 
     /// Reads a per-task file, `None` when the task has exited meanwhile.
     fn read_task(&self, id: u32, file: &str) -> Result<Option<String>, NoiseError> {
-        let path = self.proc_root.join(id.to_string()).join(file);
-        match std::fs::read_to_string(&path) {
-            Ok(s) => Ok(Some(s)),
-            Err(e) if e.kind() == ErrorKind::NotFound || e.raw_os_error() == Some(libc::ESRCH) => {
-                Ok(None)
-            }
-            Err(source) => Err(NoiseError::Read { path, source }),
-        }
+        Ok(self.files.task(id, file)?)
     }
 
     fn thread(&self, tid: u32) -> Result<Option<ThreadCounters>, NoiseError> {
@@ -110,7 +82,7 @@ impl ProcProbe {
             return Ok(None);
         };
         let (run_ns, wait_ns) = parse_schedstat(&schedstat).ok_or_else(|| NoiseError::Parse {
-            path: self.proc_root.join(tid.to_string()).join("schedstat"),
+            path: self.files.task_path(tid, "schedstat"),
             reason: "expected three numbers",
         })?;
         // /proc/<tid>/sched exists with CONFIG_SCHED_DEBUG and has both counts; status has
@@ -137,40 +109,32 @@ impl ProcProbe {
         }))
     }
 
+    /// Current frequency of each PU, `None` without cpufreq (any file missing).
     fn frequencies(&self) -> Option<Vec<u64>> {
         let cpus: Vec<u32> = match &self.cpus {
             Some(set) => set.iter().collect(),
             None => {
-                let online =
-                    std::fs::read_to_string(self.sys_root.join("devices/system/cpu/online"))
-                        .ok()?;
+                let online = self.files.sys("devices/system/cpu/online").ok()?;
                 online.trim().parse::<CpuSet>().ok()?.iter().collect()
             }
         };
         cpus.iter()
             .map(|cpu| {
-                let p = self.sys_root.join(format!(
-                    "devices/system/cpu/cpu{cpu}/cpufreq/scaling_cur_freq"
-                ));
-                std::fs::read_to_string(p).ok()?.trim().parse().ok()
+                let rel = format!("devices/system/cpu/cpu{cpu}/cpufreq/scaling_cur_freq");
+                self.files.sys(&rel).ok()?.trim().parse().ok()
             })
             .collect()
     }
 
     fn snapshot_now(&self) -> Result<Snapshot, NoiseError> {
-        let stat_path = self.proc_root.join("stat");
-        let ticks =
-            parse_stat(&self.read(&stat_path)?, self.cpus.as_ref()).ok_or(NoiseError::Parse {
-                path: stat_path,
-                reason: "no cpu lines",
-            })?;
-        let irq_path = self.proc_root.join("interrupts");
-        let interrupts = parse_interrupts(&self.read(&irq_path)?, self.cpus.as_ref()).ok_or(
-            NoiseError::Parse {
-                path: irq_path,
-                reason: "no CPU header line",
-            },
-        )?;
+        let parse_err = |file: &str, reason| NoiseError::Parse {
+            path: self.files.proc_root().join(file),
+            reason,
+        };
+        let ticks = parse_stat(&self.files.proc("stat")?, self.cpus.as_ref())
+            .ok_or_else(|| parse_err("stat", "no cpu lines"))?;
+        let interrupts = parse_interrupts(&self.files.proc("interrupts")?, self.cpus.as_ref())
+            .ok_or_else(|| parse_err("interrupts", "no CPU header line"))?;
         let mut threads = HashMap::new();
         for tid in self.ids(true)? {
             if let Some(t) = self.thread(tid)? {
@@ -193,7 +157,7 @@ impl ProcProbe {
                 continue;
             };
             let start_ticks = parse_start_ticks(&stat).ok_or_else(|| NoiseError::Parse {
-                path: self.proc_root.join(pid.to_string()).join("stat"),
+                path: self.files.task_path(pid, "stat"),
                 reason: "no start time in field 22",
             })?;
             let here = Incarnation { pid, start_ticks };
@@ -319,6 +283,8 @@ fn parse_start_ticks(text: &str) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
     use crate::observe::testing::TestCgroup;
 
@@ -379,6 +345,14 @@ MIS:          0\n";
         assert_eq!(parse_start_ticks(stat), Some(777));
     }
 
+    fn files(dir: &Path) -> Files {
+        Files::new(
+            std::sync::Arc::new(crate::cgroup::RealFs),
+            dir.to_owned(),
+            dir.to_owned(),
+        )
+    }
+
     fn fake_tree(dir: &Path, with_sched: bool) {
         std::fs::write(dir.join("stat"), STAT).unwrap();
         std::fs::write(dir.join("interrupts"), INTERRUPTS).unwrap();
@@ -411,7 +385,7 @@ MIS:          0\n";
         std::fs::create_dir(&cg).unwrap();
         std::fs::write(cg.join("cgroup.procs"), "8\n7\n").unwrap();
         std::fs::write(cg.join("cgroup.threads"), "8\n7\n99\n").unwrap(); // 99 has exited
-        let probe = ProcProbe::with_roots(dir.path(), dir.path(), Target::Cgroup(cg), None);
+        let probe = ProcProbe::on(&files(dir.path()), Target::Cgroup(cg), None);
         let s = probe.snapshot().await.unwrap();
         assert_eq!(
             (s.ticks.total, s.ticks.steal, s.interrupts),
@@ -441,11 +415,11 @@ MIS:          0\n";
     async fn without_sched_debug_switches_come_from_status() {
         let dir = tempfile::tempdir().unwrap();
         fake_tree(dir.path(), false);
-        let probe = ProcProbe::with_roots(dir.path(), dir.path(), Target::Process(8), None);
+        let probe = ProcProbe::on(&files(dir.path()), Target::Process(8), None);
         let s = probe.snapshot().await.unwrap();
         assert_eq!(s.threads[&8].involuntary_switches, 4);
         assert_eq!(s.threads[&8].migrations, None);
-        let gone = ProcProbe::with_roots(dir.path(), dir.path(), Target::Process(1234), None);
+        let gone = ProcProbe::on(&files(dir.path()), Target::Process(1234), None);
         assert!(matches!(
             gone.snapshot().await,
             Err(NoiseError::Gone { .. })
