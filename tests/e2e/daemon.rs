@@ -213,10 +213,10 @@ fn bad_requests_get_the_right_status_codes() {
         assert_eq!(code(r), Code::NotFound);
         // A metric stream for it fails as a whole instead of answering OK with rejections.
         let r = c
-            .report_metric(tokio_stream::iter(vec![pb::MetricSample {
+            .report_metric(tokio_stream::iter(vec![pb::ReportMetricRequest {
                 container: "no-such-container".into(),
                 value: 1.0,
-                unix_ms: 0,
+                time: None,
             }]))
             .await;
         let status = r.expect_err("a stream for an unknown container");
@@ -242,7 +242,10 @@ fn bad_requests_get_the_right_status_codes() {
         assert_eq!(code(r), Code::InvalidArgument);
         // v = 0.
         let r = c
-            .list_placements(pb::ListPlacementsRequest { vcpus: 0 })
+            .list_placements(pb::ListPlacementsRequest {
+                vcpus: 0,
+                ..Default::default()
+            })
             .await;
         assert_eq!(code(r), Code::InvalidArgument);
         // v larger than the machine.
@@ -313,7 +316,9 @@ fn bad_requests_get_the_right_status_codes() {
             })
             .await
             .expect("c1")
-            .into_inner();
+            .into_inner()
+            .container
+            .expect("a container");
         assert_eq!(
             c1.policy.as_ref().map(|p| p.kind),
             Some(pb::PolicyKind::Observe as i32),
@@ -336,16 +341,16 @@ fn bad_requests_get_the_right_status_codes() {
         );
 
         // Clients that walk away mid-stream leave the daemon healthy.
-        let (tx, rx) = tokio::sync::mpsc::channel::<pb::MetricSample>(4);
+        let (tx, rx) = tokio::sync::mpsc::channel::<pb::ReportMetricRequest>(4);
         let mut c2 = d.client().await;
         let call = tokio::spawn(async move {
             c2.report_metric(tokio_stream::wrappers::ReceiverStream::new(rx))
                 .await
         });
-        tx.send(pb::MetricSample {
+        tx.send(pb::ReportMetricRequest {
             container: "c1".into(),
             value: 1.0,
-            unix_ms: 0,
+            time: None,
         })
         .await
         .unwrap();
@@ -646,10 +651,10 @@ fn the_systemd_unit_starts_without_a_config_file() {
 
 /// Reads `events` until one satisfies `pick`; fails after `limit`.
 async fn next_event(
-    events: &mut tonic::Streaming<pb::Event>,
+    events: &mut tonic::Streaming<pb::WatchResponse>,
     what: &str,
-    pick: impl Fn(&pb::Event) -> bool,
-) -> pb::Event {
+    pick: impl Fn(&pb::WatchResponse) -> bool,
+) -> pb::WatchResponse {
     let limit = Duration::from_secs(15);
     let deadline = tokio::time::Instant::now() + limit;
     loop {
@@ -737,7 +742,7 @@ fn watch_streams_a_container_appearing_being_placed_and_vanishing() {
         })
         .await;
         let listed = c
-            .list_containers(pb::ListContainersRequest {})
+            .list_containers(pb::ListContainersRequest::default())
             .await
             .expect("list")
             .into_inner();

@@ -7,7 +7,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use placectl::client::{self, Target};
-use placed_proto::v1::placed_client::PlacedClient;
+use placed_proto::v1::placed_service_client::PlacedServiceClient;
 use tonic::transport::Channel;
 
 use crate::util::{Run, placectl_with};
@@ -216,7 +216,7 @@ max_foreign_load = 1.0
         placectl_with(all, &[])
     }
 
-    pub async fn client(&self) -> PlacedClient<Channel> {
+    pub async fn client(&self) -> PlacedServiceClient<Channel> {
         client::connect(&Target::Unix(self.socket.clone()))
             .await
             .expect("connect to the test daemon")

@@ -31,7 +31,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{Notify, broadcast};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -206,13 +206,13 @@ impl Daemon {
             store: StateStore::new(config.daemon.state_file.clone()),
             controllers: Controllers::from_mountinfo(Path::new("/proc/self/mountinfo")),
             protocol,
+            events: Events::with_history(config.grpc.watch_history),
             config,
             machine,
             host,
             pmu,
             registry: Mutex::new(Registry::default()),
             placements: Mutex::new(HashMap::new()),
-            events: Events::default(),
             save_lock: tokio::sync::Mutex::new(()),
             metrics,
             cancel: CancellationToken::new(),
@@ -476,8 +476,15 @@ impl Daemon {
         Ok(())
     }
 
-    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
-        self.inner.events.subscribe()
+    /// Live events (`after = None`), or the kept events after sequence `after` and then
+    /// the live ones, none lost or repeated between the two.
+    pub fn events(&self, after: Option<u64>) -> Result<events::Feed, events::ResumeError> {
+        self.inner.events.feed(after)
+    }
+
+    /// The sequence number of the last event issued.
+    pub fn last_event(&self) -> u64 {
+        self.inner.events.last_sequence()
     }
 
     pub fn status(&self) -> StatusView {

@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::{HoldPoint, Proc};
 use super::sys::{self, MPOL_MF_MOVE, MPOL_MF_MOVE_ALL};
+use super::{HoldPoint, Proc};
 use crate::cgroup;
 use placed_core::cpuset::NodeSet;
 

@@ -642,7 +642,10 @@ fn placectl_move_interrupted_by_a_signal_leaves_the_container_in_order() {
     let pid = cg.start(&path, "threads=2,mib=128");
     let mut child = placectl(&cg, &["--migrate", "fast", "--workers", "1"]);
     wait_held(&mut child);
-    assert!(host.cgroups().is_frozen(&path).unwrap(), "held, but not frozen");
+    assert!(
+        host.cgroups().is_frozen(&path).unwrap(),
+        "held, but not frozen"
+    );
     signal(&child, libc::SIGINT);
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
