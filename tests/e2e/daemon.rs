@@ -8,8 +8,7 @@
 use std::time::Duration;
 
 use placed::state::{
-    Assigned, ContainerRecord, Cpuset, Lifecycle, Migration, ObservationRecord, PredictedRecord,
-    PredictionRecord, State, StateStore, VcpuSource,
+    Assigned, ContainerRecord, Cpuset, Lifecycle, Migration, State, StateStore, VcpuSource,
 };
 use placed_core::cpuset::{CpuSet, NodeSet};
 use placed_host::enact::Host;
@@ -17,7 +16,7 @@ use placed_proto::v1 as pb;
 use tonic::Code;
 
 use crate::cgroup_support::TestCgroup;
-use crate::daemon_util::{Setup, TestDaemon, TestLoad, cpus_allowed, metric};
+use crate::daemon_util::{Setup, TestDaemon, TestLoad, cpus_allowed, metric, watched_under_model};
 
 fn host() -> Option<Host> {
     match crate::cgroup_support::host() {
@@ -903,56 +902,16 @@ fn a_request_during_an_operation_is_aborted_with_what_and_since_when() {
     let state = State {
         written_unix_ms: 0,
         fingerprint: m.fingerprint().to_owned(),
-        containers: vec![ContainerRecord {
-            id: c1.to_string(),
-            name: "c1".into(),
-            runtime: "cgroup".into(),
-            runtime_id: c1.to_string(),
-            vcpus: 2,
-            vcpus_source: VcpuSource::Request,
-            policy: placed_core::policy::Policy::Model { goal: 0.9 },
-            state: Lifecycle::Watched,
-            detail: String::new(),
-            original: None,
-            assigned: Some(Assigned {
-                placement: Some(p.id.clone()),
-                units: p.units.clone(),
-                cpus: p.cpus.clone(),
-                mems: mems.clone(),
-            }),
-            migration: None,
-            resume: None,
-            metric: Some(placed_host::observe::SourceSpec::Prometheus {
+        containers: vec![watched_under_model(
+            &c1.to_string(),
+            p,
+            &mems,
+            placed_host::observe::SourceSpec::Prometheus {
                 url: format!("http://{addr}/metrics"),
                 selector: "testload_ops_total".into(),
-            }),
-            prediction: Some(PredictionRecord {
-                model_id: "crafted".into(),
-                model_path: String::new(),
-                provenance: placed_models::Provenance::Simulated,
-                vcpus: 2,
-                baseline: p.id.clone(),
-                probe: p.id.clone(),
-                observations: vec![ObservationRecord {
-                    placement: p.id.clone(),
-                    value: 1000.0,
-                    low: 990.0,
-                    high: 1010.0,
-                    source: "testload_ops_total".into(),
-                    windows: 8,
-                    dropped: 0,
-                }],
-                placements: vec![PredictedRecord {
-                    placement: p.id.clone(),
-                    relative: 1.0,
-                    spread: 0.0,
-                    measured: true,
-                }],
-                warnings: Vec::new(),
-                unix_ms: 0,
-            }),
-            updated_unix_ms: 0,
-        }],
+            },
+            1000.0,
+        )],
     };
     StateStore::new(dir.path().join("state.json"))
         .save(&state)
