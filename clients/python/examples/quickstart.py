@@ -8,6 +8,7 @@ Reconnects after a dropped stream without losing events: it resumes after the la
 sequence number it received (the daemon keeps its last grpc.watch_history events).
 """
 import sys
+import time
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -50,3 +51,4 @@ while True:
         if e.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.ABORTED):
             raise
         print(f"watch interrupted ({e.code().name}); resuming after {resume}", file=sys.stderr)
+        time.sleep(1)
