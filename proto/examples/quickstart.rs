@@ -62,7 +62,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             match events.message().await {
                 Ok(Some(e)) => {
                     resume = e.sequence;
-                    println!("{} {} {:?} {}", e.sequence, e.container, e.kind(), e.message);
+                    println!(
+                        "{} {} {:?} {}",
+                        e.sequence,
+                        e.container,
+                        e.kind(),
+                        e.message
+                    );
                 }
                 Ok(None) => return Ok(()),
                 // Fell behind, or the daemon restarts: resume after the last one seen.
