@@ -376,22 +376,11 @@ fn health_and_reflection_answer_standard_clients() {
     let dir = tempfile::tempdir().unwrap();
     let d = TestDaemon::start(dir.path(), &Setup::default());
     runtime().block_on(async {
-        let channel = {
-            let socket = d.socket.clone();
-            tonic::transport::Endpoint::from_static("http://placed.invalid")
-                .connect_with_connector(tower::service_fn(move |_: tonic::transport::Uri| {
-                    let s = socket.clone();
-                    async move {
-                        Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(
-                            tokio::net::UnixStream::connect(s).await?,
-                        ))
-                    }
-                }))
-                .await
-                .expect("connect")
-        };
+        let channel = placed_proto::unix::connect(&d.socket)
+            .await
+            .expect("connect");
         let mut health = tonic_health::pb::health_client::HealthClient::new(channel.clone());
-        for service in ["", "placed.v1.Placed"] {
+        for service in ["", "placed.v1.PlacedService"] {
             let r = health
                 .check(tonic_health::pb::HealthCheckRequest {
                     service: service.into(),
@@ -408,7 +397,7 @@ fn health_and_reflection_answer_standard_clients() {
         use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
         use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
         use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
-        let mut refl = ServerReflectionClient::new(channel);
+        let mut refl = ServerReflectionClient::new(channel.clone());
         let req = tonic_reflection::pb::v1::ServerReflectionRequest {
             host: String::new(),
             message_request: Some(MessageRequest::ListServices(String::new())),
@@ -427,9 +416,37 @@ fn health_and_reflection_answer_standard_clients() {
             panic!("unexpected reflection answer");
         };
         let names: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
-        assert!(names.contains(&"placed.v1.Placed".to_owned()), "{names:?}");
+        assert!(
+            names.contains(&"placed.v1.PlacedService".to_owned()),
+            "{names:?}"
+        );
         assert!(
             names.contains(&"grpc.health.v1.Health".to_owned()),
+            "{names:?}"
+        );
+        // v1alpha too, for clients that only know it (older grpcurl, grpc_cli).
+        use tonic_reflection::pb::v1alpha::server_reflection_client::ServerReflectionClient as Alpha;
+        use tonic_reflection::pb::v1alpha::server_reflection_request::MessageRequest as AlphaRequest;
+        use tonic_reflection::pb::v1alpha::server_reflection_response::MessageResponse as AlphaResponse;
+        let req = tonic_reflection::pb::v1alpha::ServerReflectionRequest {
+            host: String::new(),
+            message_request: Some(AlphaRequest::ListServices(String::new())),
+        };
+        let resp = Alpha::new(channel)
+            .server_reflection_info(tokio_stream::iter(vec![req]))
+            .await
+            .expect("reflection v1alpha")
+            .into_inner()
+            .message()
+            .await
+            .expect("a v1alpha answer")
+            .expect("one message");
+        let Some(AlphaResponse::ListServicesResponse(list)) = resp.message_response else {
+            panic!("unexpected reflection v1alpha answer");
+        };
+        let names: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
+        assert!(
+            names.contains(&"placed.v1.PlacedService".to_owned()),
             "{names:?}"
         );
     });
