@@ -260,10 +260,10 @@ async fn latency(
                         .await
                         .is_ok(),
                     _ => client
-                        .report_metric(tokio_stream::iter(vec![pb::MetricSample {
+                        .report_metric(tokio_stream::iter(vec![pb::ReportMetricRequest {
                             container: name,
                             value: 1000.0,
-                            unix_ms: 0,
+                            time: None,
                         }]))
                         .await
                         .is_ok_and(|r| r.into_inner().accepted == 1),

@@ -53,6 +53,8 @@ pub struct GrpcConfig {
     /// Optional TCP listener for remote orchestrators; requires `tls`.
     pub tcp: Option<SocketAddr>,
     pub tls: Option<TlsConfig>,
+    /// Lifecycle events kept for `Watch` streams that resume after a sequence number.
+    pub watch_history: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -156,6 +158,7 @@ impl Default for GrpcConfig {
             socket_group: None,
             tcp: None,
             tls: None,
+            watch_history: crate::lifecycle::events::DEFAULT_HISTORY,
         }
     }
 }
@@ -292,6 +295,12 @@ impl Config {
             return Err(invalid(format!(
                 "grpc.socket_mode = {:?} is not an octal mode like \"0660\"",
                 self.grpc.socket_mode
+            )));
+        }
+        if !(1..=1 << 20).contains(&self.grpc.watch_history) {
+            return Err(invalid(format!(
+                "grpc.watch_history = {} is outside 1 to 1048576 events",
+                self.grpc.watch_history
             )));
         }
         if self.grpc.tcp.is_some() && self.grpc.tls.is_none() {

@@ -3,9 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use hyper_util::rt::TokioIo;
-use placed_proto::v1::placed_client::PlacedClient;
-use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity, Uri};
+use placed_proto::v1::placed_service_client::PlacedServiceClient;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 
 /// The daemon's default socket (config `grpc.socket`).
 pub const DEFAULT_SOCKET: &str = "/run/placed/placed.sock";
@@ -53,20 +52,10 @@ fn read(path: &Path) -> Result<Vec<u8>, ConnectError> {
 }
 
 /// Opens a channel; the connection is made now, so an absent daemon is reported here.
-pub async fn connect(target: &Target) -> Result<PlacedClient<Channel>, ConnectError> {
+pub async fn connect(target: &Target) -> Result<PlacedServiceClient<Channel>, ConnectError> {
     let channel = match target {
         Target::Unix(path) => {
-            let p = path.clone();
-            // The URI is a placeholder: the connector ignores it and dials the socket.
-            Endpoint::from_static("http://placed.invalid")
-                .connect_with_connector(tower::service_fn(move |_: Uri| {
-                    let p = p.clone();
-                    async move {
-                        Ok::<_, std::io::Error>(TokioIo::new(
-                            tokio::net::UnixStream::connect(p).await?,
-                        ))
-                    }
-                }))
+            placed_proto::unix::connect(path)
                 .await
                 .map_err(|source| ConnectError::Unix {
                     path: path.clone(),
@@ -91,5 +80,5 @@ pub async fn connect(target: &Target) -> Result<PlacedClient<Channel>, ConnectEr
                 .map_err(tcp)?
         }
     };
-    Ok(PlacedClient::new(channel).max_decoding_message_size(64 << 20))
+    Ok(PlacedServiceClient::new(channel).max_decoding_message_size(64 << 20))
 }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 use placed_proto::v1 as pb;
 
-use placectl::cli::{self, Exit, StatusError, UsageError};
+use placectl::cli::{self, Exit, StatusError};
 use placectl::client::{self, Target};
 use placed_core::machine::{Machine, TopologySource};
 use placed_core::placement;
@@ -128,8 +128,9 @@ enum Command {
         vcpus: Option<u32>,
         #[command(flatten)]
         policy: PolicyArgs,
-        /// How to observe it: `pushed`, `perf`, `ipc`, `prometheus URL SELECTOR` or
-        /// `command PROGRAM ARGS...`.
+        /// How to observe it: `pushed`, `perf`, `ipc`, `prometheus URL SELECTOR` (the
+        /// selector verbatim, spaces and quotes included) or `command PROGRAM ARGS...`
+        /// (split as a shell splits words: `command sh -c 'echo 42'`).
         #[arg(long, value_name = "SPEC")]
         metric: Option<String>,
     },
@@ -156,7 +157,12 @@ enum Command {
         migrate: Option<String>,
     },
     /// Stream lifecycle events until interrupted.
-    Watch { container: Option<String> },
+    Watch {
+        container: Option<String>,
+        /// Start with the events kept after this sequence number (the last one seen).
+        #[arg(long, value_name = "SEQUENCE")]
+        after: Option<u64>,
+    },
     /// Push performance samples for a container (values as arguments, else one per line on
     /// stdin).
     Report { container: String, values: Vec<f64> },
@@ -258,6 +264,7 @@ fn run(cli: Cli) -> Result<Exit, Box<dyn std::error::Error>> {
     }
 }
 
+
 /// The commands that talk to the daemon.
 async fn remote(
     command: Command,
@@ -279,14 +286,26 @@ async fn remote(
             out(cli::daemon::status_json(&s), cli::daemon::render_status(&s))
         }
         Command::Containers { .. } => {
-            let r = c
-                .list_containers(pb::ListContainersRequest {})
-                .await
-                .map_err(StatusError)?
-                .into_inner();
+            let mut containers = Vec::new();
+            let mut page_token = String::new();
+            loop {
+                let r = c
+                    .list_containers(pb::ListContainersRequest {
+                        page_size: 0,
+                        page_token,
+                    })
+                    .await
+                    .map_err(StatusError)?
+                    .into_inner();
+                containers.extend(r.containers);
+                if r.next_page_token.is_empty() {
+                    break;
+                }
+                page_token = r.next_page_token;
+            }
             out(
-                cli::daemon::containers_json(&r.containers),
-                cli::daemon::render_containers(&r.containers),
+                cli::daemon::containers_json(&containers),
+                cli::daemon::render_containers(&containers),
             )
         }
         Command::Manage {
@@ -295,10 +314,7 @@ async fn remote(
             policy,
             metric,
         } => {
-            let metric = metric
-                .map(|m| parse_metric(&m))
-                .transpose()
-                .map_err(UsageError)?;
+            let metric = metric.map(|m| placectl::metric::parse(&m)).transpose()?;
             let r = c
                 .manage(pb::ManageRequest {
                     container,
@@ -308,7 +324,9 @@ async fn remote(
                 })
                 .await
                 .map_err(StatusError)?
-                .into_inner();
+                .into_inner()
+                .container
+                .ok_or("the daemon answered Manage without the container")?;
             out(
                 cli::daemon::container_json(&r),
                 cli::daemon::render_containers(std::slice::from_ref(&r)),
@@ -326,7 +344,8 @@ async fn remote(
                 .get_container(pb::GetContainerRequest { container })
                 .await
                 .ok()
-                .map(|r| r.into_inner().placement_id);
+                .and_then(|r| r.into_inner().container)
+                .map(|c| c.placement_id);
             out(
                 cli::daemon::prediction_json(&p),
                 cli::daemon::render_prediction(&p, now.as_deref()),
@@ -380,10 +399,11 @@ async fn remote(
                 .into_inner();
             out(cli::daemon::place_json(&r), cli::daemon::render_place(&r))
         }
-        Command::Watch { container } => {
+        Command::Watch { container, after } => {
             let mut stream = c
                 .watch(pb::WatchRequest {
                     container: container.unwrap_or_default(),
+                    resume_after_sequence: after.unwrap_or(0),
                 })
                 .await
                 .map_err(StatusError)?
@@ -409,7 +429,7 @@ async fn remote(
             }
         }
         Command::Report { container, values } => {
-            let samples: Vec<pb::MetricSample> = if values.is_empty() {
+            let samples: Vec<pb::ReportMetricRequest> = if values.is_empty() {
                 let mut v = Vec::new();
                 for line in std::io::stdin().lines() {
                     let line = line?;
@@ -463,47 +483,12 @@ async fn remote(
     }
 }
 
-fn sample(container: &str, value: f64) -> pb::MetricSample {
-    pb::MetricSample {
+fn sample(container: &str, value: f64) -> pb::ReportMetricRequest {
+    pb::ReportMetricRequest {
         container: container.to_owned(),
         value,
-        unix_ms: 0,
+        time: None,
     }
-}
-
-/// `pushed`, `perf`, `ipc`, `prometheus URL SELECTOR`, `command PROGRAM ARGS...`.
-fn parse_metric(spec: &str) -> Result<pb::MetricSpec, String> {
-    use pb::metric_spec::Source;
-    let mut words = spec.split_whitespace();
-    let source = match words.next() {
-        Some("pushed") => Source::PushedUnit(String::new()),
-        Some("perf") => Source::Perf("instructions".into()),
-        Some("ipc") => Source::Perf("ipc".into()),
-        Some("prometheus") => {
-            let (Some(url), Some(selector)) = (words.next(), words.next()) else {
-                return Err("--metric prometheus needs a URL and a selector: prometheus http://host:9100/metrics 'ops_total{job=\"api\"}'".into());
-            };
-            Source::Prometheus(pb::PrometheusMetric {
-                url: url.into(),
-                selector: selector.into(),
-            })
-        }
-        Some("command") => {
-            let rest: Vec<&str> = words.collect();
-            if rest.is_empty() {
-                return Err("--metric command needs a program".into());
-            }
-            Source::Command(rest.join(" "))
-        }
-        _ => {
-            return Err(format!(
-                "--metric {spec:?}: expected pushed, perf, ipc, prometheus URL SELECTOR, or command PROGRAM ARGS..."
-            ));
-        }
-    };
-    Ok(pb::MetricSpec {
-        source: Some(source),
-    })
 }
 
 fn main() -> std::process::ExitCode {

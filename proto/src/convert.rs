@@ -7,6 +7,7 @@ use placed_core::machine::{InterconnectSource, Machine, Scope};
 use placed_core::placement::PlacementSet;
 use placed_core::policy::Policy;
 
+/// The machine model as placed.v1 shows it.
 pub fn machine(m: &Machine) -> pb::Machine {
     pb::Machine {
         fingerprint: m.fingerprint().to_owned(),
@@ -31,13 +32,12 @@ pub fn machine(m: &Machine) -> pb::Machine {
                     name: c.name.clone(),
                     title: c.title.clone(),
                     scope: match c.scope {
-                        Scope::Unit { .. } => "unit",
-                        Scope::Above { .. } => "above",
-                        Scope::Below { .. } => "below",
-                        Scope::Interconnect => "interconnect",
-                        Scope::NodeWeights { .. } => "node_weights",
-                    }
-                    .into(),
+                        Scope::Unit { .. } => pb::ConcernScope::Unit,
+                        Scope::Above { .. } => pb::ConcernScope::Above,
+                        Scope::Below { .. } => pb::ConcernScope::Below,
+                        Scope::Interconnect => pb::ConcernScope::Interconnect,
+                        Scope::NodeWeights { .. } => pb::ConcernScope::NodeWeights,
+                    } as i32,
                     count: u32::try_from(c.count).unwrap_or(u32::MAX),
                     capacity_min: u32::try_from(lo).unwrap_or(u32::MAX),
                     capacity_max: u32::try_from(hi).unwrap_or(u32::MAX),
@@ -47,25 +47,36 @@ pub fn machine(m: &Machine) -> pb::Machine {
                 }
             })
             .collect(),
-        interconnect: match &m.interconnect.source {
-            InterconnectSource::Distances { matrix } => format!("distances ({matrix})"),
-            InterconnectSource::Uniform => "uniform (no distance matrix)".into(),
-            InterconnectSource::Measured { unit } => format!("measured ({unit})"),
+        interconnect_source: match &m.interconnect.source {
+            InterconnectSource::Distances { .. } => pb::InterconnectSource::Distances,
+            InterconnectSource::Uniform => pb::InterconnectSource::Uniform,
+            InterconnectSource::Measured { .. } => pb::InterconnectSource::Measured,
+        } as i32,
+        interconnect_detail: match &m.interconnect.source {
+            InterconnectSource::Distances { matrix } => matrix.clone(),
+            InterconnectSource::Uniform => String::new(),
+            InterconnectSource::Measured { unit } => unit.clone(),
         },
         notes: m.notes.clone(),
     }
 }
 
-pub fn placements(set: &PlacementSet) -> pb::ListPlacementsResponse {
+/// One page of a placement set: `range` indexes `set.placements` (clamped to it).
+pub fn placements_page(
+    set: &PlacementSet,
+    range: std::ops::Range<usize>,
+    next_page_token: String,
+) -> pb::ListPlacementsResponse {
     let (exact, bound) = match &set.search {
         placed_core::placement::Search::Exact { .. } => (true, String::new()),
         placed_core::placement::Search::Bounded { bound } => (false, bound.clone()),
     };
+    let end = range.end.min(set.placements.len());
+    let start = range.start.min(end);
     pb::ListPlacementsResponse {
         vcpus: u32::try_from(set.vcpus).unwrap_or(u32::MAX),
         concerns: set.concerns.clone(),
-        placements: set
-            .placements
+        placements: set.placements[start..end]
             .iter()
             .map(|p| pb::Placement {
                 id: p.id.clone(),
@@ -82,9 +93,12 @@ pub fn placements(set: &PlacementSet) -> pb::ListPlacementsResponse {
         exact,
         bound,
         fingerprint: set.fingerprint.clone(),
+        next_page_token,
+        total_size: u32::try_from(set.placements.len()).unwrap_or(u32::MAX),
     }
 }
 
+/// A policy as placed.v1 carries it.
 pub fn policy_to_pb(p: &Policy) -> pb::Policy {
     let (kind, goal, placement_id) = match p {
         Policy::Observe => (pb::PolicyKind::Observe, 0.0, String::new()),

@@ -9,8 +9,7 @@ use placed_core::exit::Exit;
 use std::time::Duration;
 
 use placed::state::{
-    Assigned, ContainerRecord, Cpuset, Lifecycle, Migration, ObservationRecord, PredictedRecord,
-    PredictionRecord, State, StateStore, VcpuSource,
+    Assigned, ContainerRecord, Cpuset, Lifecycle, Migration, State, StateStore, VcpuSource,
 };
 use placed_core::cpuset::{CpuSet, NodeSet};
 use placed_host::enact::Host;
@@ -18,7 +17,7 @@ use placed_proto::v1 as pb;
 use tonic::Code;
 
 use crate::cgroup_support::TestCgroup;
-use crate::daemon_util::{Setup, TestDaemon, TestLoad, cpus_allowed, metric};
+use crate::daemon_util::{Setup, TestDaemon, TestLoad, cpus_allowed, metric, watched_under_model};
 
 fn host() -> Option<Host> {
     match crate::cgroup_support::host() {
@@ -215,10 +214,10 @@ fn bad_requests_get_the_right_status_codes() {
         assert_eq!(code(r), Code::NotFound);
         // A metric stream for it fails as a whole instead of answering OK with rejections.
         let r = c
-            .report_metric(tokio_stream::iter(vec![pb::MetricSample {
+            .report_metric(tokio_stream::iter(vec![pb::ReportMetricRequest {
                 container: "no-such-container".into(),
                 value: 1.0,
-                unix_ms: 0,
+                time: None,
             }]))
             .await;
         let status = r.expect_err("a stream for an unknown container");
@@ -244,7 +243,10 @@ fn bad_requests_get_the_right_status_codes() {
         assert_eq!(code(r), Code::InvalidArgument);
         // v = 0.
         let r = c
-            .list_placements(pb::ListPlacementsRequest { vcpus: 0 })
+            .list_placements(pb::ListPlacementsRequest {
+                vcpus: 0,
+                ..Default::default()
+            })
             .await;
         assert_eq!(code(r), Code::InvalidArgument);
         // v larger than the machine.
@@ -315,7 +317,9 @@ fn bad_requests_get_the_right_status_codes() {
             })
             .await
             .expect("c1")
-            .into_inner();
+            .into_inner()
+            .container
+            .expect("a container");
         assert_eq!(
             c1.policy.as_ref().map(|p| p.kind),
             Some(pb::PolicyKind::Observe as i32),
@@ -338,16 +342,16 @@ fn bad_requests_get_the_right_status_codes() {
         );
 
         // Clients that walk away mid-stream leave the daemon healthy.
-        let (tx, rx) = tokio::sync::mpsc::channel::<pb::MetricSample>(4);
+        let (tx, rx) = tokio::sync::mpsc::channel::<pb::ReportMetricRequest>(4);
         let mut c2 = d.client().await;
         let call = tokio::spawn(async move {
             c2.report_metric(tokio_stream::wrappers::ReceiverStream::new(rx))
                 .await
         });
-        tx.send(pb::MetricSample {
+        tx.send(pb::ReportMetricRequest {
             container: "c1".into(),
             value: 1.0,
-            unix_ms: 0,
+            time: None,
         })
         .await
         .unwrap();
@@ -374,22 +378,11 @@ fn health_and_reflection_answer_standard_clients() {
     let dir = tempfile::tempdir().unwrap();
     let d = TestDaemon::start(dir.path(), &Setup::default());
     runtime().block_on(async {
-        let channel = {
-            let socket = d.socket.clone();
-            tonic::transport::Endpoint::from_static("http://placed.invalid")
-                .connect_with_connector(tower::service_fn(move |_: tonic::transport::Uri| {
-                    let s = socket.clone();
-                    async move {
-                        Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(
-                            tokio::net::UnixStream::connect(s).await?,
-                        ))
-                    }
-                }))
-                .await
-                .expect("connect")
-        };
+        let channel = placed_proto::unix::connect(&d.socket)
+            .await
+            .expect("connect");
         let mut health = tonic_health::pb::health_client::HealthClient::new(channel.clone());
-        for service in ["", "placed.v1.Placed"] {
+        for service in ["", "placed.v1.PlacedService"] {
             let r = health
                 .check(tonic_health::pb::HealthCheckRequest {
                     service: service.into(),
@@ -406,7 +399,7 @@ fn health_and_reflection_answer_standard_clients() {
         use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
         use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
         use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
-        let mut refl = ServerReflectionClient::new(channel);
+        let mut refl = ServerReflectionClient::new(channel.clone());
         let req = tonic_reflection::pb::v1::ServerReflectionRequest {
             host: String::new(),
             message_request: Some(MessageRequest::ListServices(String::new())),
@@ -425,9 +418,37 @@ fn health_and_reflection_answer_standard_clients() {
             panic!("unexpected reflection answer");
         };
         let names: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
-        assert!(names.contains(&"placed.v1.Placed".to_owned()), "{names:?}");
+        assert!(
+            names.contains(&"placed.v1.PlacedService".to_owned()),
+            "{names:?}"
+        );
         assert!(
             names.contains(&"grpc.health.v1.Health".to_owned()),
+            "{names:?}"
+        );
+        // v1alpha too, for clients that only know it (older grpcurl, grpc_cli).
+        use tonic_reflection::pb::v1alpha::server_reflection_client::ServerReflectionClient as Alpha;
+        use tonic_reflection::pb::v1alpha::server_reflection_request::MessageRequest as AlphaRequest;
+        use tonic_reflection::pb::v1alpha::server_reflection_response::MessageResponse as AlphaResponse;
+        let req = tonic_reflection::pb::v1alpha::ServerReflectionRequest {
+            host: String::new(),
+            message_request: Some(AlphaRequest::ListServices(String::new())),
+        };
+        let resp = Alpha::new(channel)
+            .server_reflection_info(tokio_stream::iter(vec![req]))
+            .await
+            .expect("reflection v1alpha")
+            .into_inner()
+            .message()
+            .await
+            .expect("a v1alpha answer")
+            .expect("one message");
+        let Some(AlphaResponse::ListServicesResponse(list)) = resp.message_response else {
+            panic!("unexpected reflection v1alpha answer");
+        };
+        let names: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
+        assert!(
+            names.contains(&"placed.v1.PlacedService".to_owned()),
             "{names:?}"
         );
     });
@@ -670,10 +691,10 @@ fn the_systemd_unit_starts_without_a_config_file() {
 
 /// Reads `events` until one satisfies `pick`; fails after `limit`.
 async fn next_event(
-    events: &mut tonic::Streaming<pb::Event>,
+    events: &mut tonic::Streaming<pb::WatchResponse>,
     what: &str,
-    pick: impl Fn(&pb::Event) -> bool,
-) -> pb::Event {
+    pick: impl Fn(&pb::WatchResponse) -> bool,
+) -> pb::WatchResponse {
     // Only bounds a hang (the events come within a step of the daemon, on a loaded
     // machine too); no check depends on how soon.
     let limit = Duration::from_secs(300);
@@ -763,7 +784,7 @@ fn watch_streams_a_container_appearing_being_placed_and_vanishing() {
         })
         .await;
         let listed = c
-            .list_containers(pb::ListContainersRequest {})
+            .list_containers(pb::ListContainersRequest::default())
             .await
             .expect("list")
             .into_inner();
@@ -926,56 +947,16 @@ fn a_request_during_an_operation_is_aborted_with_what_and_since_when() {
     let state = State {
         written_unix_ms: 0,
         fingerprint: m.fingerprint().to_owned(),
-        containers: vec![ContainerRecord {
-            id: c1.to_string(),
-            name: "c1".into(),
-            runtime: "cgroup".into(),
-            runtime_id: c1.to_string(),
-            vcpus: 2,
-            vcpus_source: VcpuSource::Request,
-            policy: placed_core::policy::Policy::Model { goal: 0.9 },
-            state: Lifecycle::Watched,
-            detail: String::new(),
-            original: None,
-            assigned: Some(Assigned {
-                placement: Some(p.id.clone()),
-                units: p.units.clone(),
-                cpus: p.cpus.clone(),
-                mems: mems.clone(),
-            }),
-            migration: None,
-            resume: None,
-            metric: Some(placed_host::observe::SourceSpec::Prometheus {
+        containers: vec![watched_under_model(
+            &c1.to_string(),
+            p,
+            &mems,
+            placed_host::observe::SourceSpec::Prometheus {
                 url: format!("http://{addr}/metrics"),
                 selector: "testload_ops_total".into(),
-            }),
-            prediction: Some(PredictionRecord {
-                model_id: "crafted".into(),
-                model_path: String::new(),
-                provenance: placed_models::Provenance::Simulated,
-                vcpus: 2,
-                baseline: p.id.clone(),
-                probe: p.id.clone(),
-                observations: vec![ObservationRecord {
-                    placement: p.id.clone(),
-                    value: 1000.0,
-                    low: 990.0,
-                    high: 1010.0,
-                    source: "testload_ops_total".into(),
-                    windows: 8,
-                    dropped: 0,
-                }],
-                placements: vec![PredictedRecord {
-                    placement: p.id.clone(),
-                    relative: 1.0,
-                    spread: 0.0,
-                    measured: true,
-                }],
-                warnings: Vec::new(),
-                unix_ms: 0,
-            }),
-            updated_unix_ms: 0,
-        }],
+            },
+            1000.0,
+        )],
     };
     StateStore::new(dir.path().join("state.json"))
         .save(&state)

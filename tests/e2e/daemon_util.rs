@@ -7,7 +7,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use placectl::client::{self, Target};
-use placed_proto::v1::placed_client::PlacedClient;
+use placed_proto::v1::placed_service_client::PlacedServiceClient;
 use tonic::transport::Channel;
 
 use crate::util::{Run, placectl_with};
@@ -35,6 +35,10 @@ pub struct Setup {
     /// `observe.warmup`, when not the short one tests use (a long warm-up keeps a
     /// measurement, and the container's operation lock, going for as long as a test needs).
     pub warmup: Option<String>,
+    /// `observe.watch_interval`, when not the default.
+    pub watch_interval: Option<String>,
+    /// `grpc.watch_history`, when not the default.
+    pub watch_history: Option<usize>,
 }
 
 impl Setup {
@@ -58,6 +62,8 @@ impl Default for Setup {
             socket_mode: None,
             socket_group: None,
             warmup: None,
+            watch_interval: None,
+            watch_history: None,
         }
     }
 }
@@ -90,6 +96,7 @@ socket = "{dir}/placed.sock"
 {tcp}
 {socket_mode}
 {socket_group}
+{watch_history}
 [metrics]
 listen = "127.0.0.1:{metrics_port}"
 [containers]
@@ -105,6 +112,7 @@ warmup = "{warmup}"
 window = "200ms"
 windows = 8
 max_foreign_load = 1.0
+{watch_interval}
 {extra}
 "#,
             dir = dir.display(),
@@ -127,6 +135,15 @@ max_foreign_load = 1.0
                 .map(|g| format!("socket_group = \"{g}\""))
                 .unwrap_or_default(),
             warmup = setup.warmup.as_deref().unwrap_or("200ms"),
+            watch_history = setup
+                .watch_history
+                .map(|n| format!("watch_history = {n}"))
+                .unwrap_or_default(),
+            watch_interval = setup
+                .watch_interval
+                .as_ref()
+                .map(|i| format!("watch_interval = \"{i}\""))
+                .unwrap_or_default(),
             extra = setup.extra,
         );
         let config_path = dir.join("placed.toml");
@@ -221,7 +238,7 @@ max_foreign_load = 1.0
         placectl_with(all, &[])
     }
 
-    pub async fn client(&self) -> PlacedClient<Channel> {
+    pub async fn client(&self) -> PlacedServiceClient<Channel> {
         client::connect(&Target::Unix(self.socket.clone()))
             .await
             .expect("connect to the test daemon")
@@ -342,4 +359,69 @@ pub fn cpus_allowed(pid: u32) -> String {
         .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
         .map(|v| v.trim().to_owned())
         .unwrap_or_default()
+}
+
+/// A state-file record of container `id` that a previous run placed in `p` under the model
+/// policy and predicted (a crafted, simulated prediction whose baseline measured
+/// `baseline_value` there): a daemon started on it watches the container, which measures
+/// it in place with `metric`. No model is needed for that, so it works on this host.
+pub fn watched_under_model(
+    id: &str,
+    p: &placed_core::placement::Placement,
+    mems: &placed_core::cpuset::NodeSet,
+    metric: placed_host::observe::SourceSpec,
+    baseline_value: f64,
+) -> placed::state::ContainerRecord {
+    use placed::state::{
+        Assigned, ContainerRecord, Lifecycle, ObservationRecord, PredictedRecord, PredictionRecord,
+        VcpuSource,
+    };
+    let vcpus = p.cpus.len();
+    ContainerRecord {
+        id: id.into(),
+        name: id.rsplit('/').next().unwrap_or(id).into(),
+        runtime: "cgroup".into(),
+        runtime_id: id.into(),
+        vcpus,
+        vcpus_source: VcpuSource::Request,
+        policy: placed_core::policy::Policy::Model { goal: 0.9 },
+        state: Lifecycle::Watched,
+        detail: String::new(),
+        original: None,
+        assigned: Some(Assigned {
+            placement: Some(p.id.clone()),
+            units: p.units.clone(),
+            cpus: p.cpus.clone(),
+            mems: mems.clone(),
+        }),
+        migration: None,
+        resume: None,
+        prediction: Some(PredictionRecord {
+            model_id: "crafted".into(),
+            model_path: String::new(),
+            provenance: placed_models::Provenance::Simulated,
+            vcpus,
+            baseline: p.id.clone(),
+            probe: p.id.clone(),
+            observations: vec![ObservationRecord {
+                placement: p.id.clone(),
+                value: baseline_value,
+                low: baseline_value * 0.99,
+                high: baseline_value * 1.01,
+                source: metric.describe(),
+                windows: 8,
+                dropped: 0,
+            }],
+            placements: vec![PredictedRecord {
+                placement: p.id.clone(),
+                relative: 1.0,
+                spread: 0.0,
+                measured: true,
+            }],
+            warnings: Vec::new(),
+            unix_ms: 0,
+        }),
+        metric: Some(metric),
+        updated_unix_ms: 0,
+    }
 }

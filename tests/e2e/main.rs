@@ -17,5 +17,6 @@ mod guest;
 #[path = "../support/guest.rs"]
 mod guest_support;
 mod offline;
+mod python;
 mod tls;
 mod util;

@@ -44,8 +44,6 @@ mod task;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::broadcast;
-
 use crate::config::Config;
 use crate::state::{ContainerRecord, Lifecycle, StateError};
 use crate::telemetry::Metrics;
@@ -236,8 +234,15 @@ impl Daemon {
         self.shared.config.policy.goal
     }
 
-    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
-        self.shared.events.subscribe()
+    /// Live events (`after = None`), or the kept events after sequence `after` and then
+    /// the live ones, none lost or repeated between the two.
+    pub fn events(&self, after: Option<u64>) -> Result<events::Feed, events::ResumeError> {
+        self.shared.events.feed(after)
+    }
+
+    /// The sequence number of the last event issued.
+    pub fn last_event(&self) -> u64 {
+        self.shared.events.last_sequence()
     }
 
     /// Answers when the daemon's shared state is reachable: for the watchdog.

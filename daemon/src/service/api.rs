@@ -1,31 +1,37 @@
 //! The placed.v1 handlers: each converts its request into a daemon command and the
 //! result back, and every error into the one status code its class uses.
 
-use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 
 use placed_core::fault::Fault;
 use placed_proto::v1 as pb;
-use placed_proto::v1::placed_server::Placed;
-use tokio_stream::{Stream, StreamExt};
+use placed_proto::v1::placed_service_server::PlacedService;
+use tokio_stream::StreamExt;
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::lifecycle::{
-    ContainerView, Daemon, DaemonError, Event, EventKind, ManageRequest, PlaceTarget,
-};
-use crate::state::{Lifecycle, PredictionRecord};
+use crate::lifecycle::{Daemon, DaemonError, ManageRequest, PlaceTarget};
 use placed_host::migrate::Mode;
-use placed_host::observe::SourceSpec;
 
 use super::convert;
+use super::paging::{self, Pager};
+use super::watch::{self, EventStream};
 
 /// The service; answers UNAVAILABLE until the daemon has restored its state.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Api {
     daemon: Arc<OnceLock<Daemon>>,
+    pager: Arc<Pager>,
 }
 
 impl Api {
+    /// The service, not yet ready; its page tokens are signed with a fresh random key.
+    pub fn new() -> Result<Self, ring::error::Unspecified> {
+        Ok(Self {
+            daemon: Arc::default(),
+            pager: Arc::new(Pager::new()?),
+        })
+    }
+
     /// Called once the daemon has started.
     pub fn ready(&self, daemon: Daemon) {
         let _ = self.daemon.set(daemon);
@@ -66,147 +72,6 @@ pub fn status_for(fault: Fault, message: String) -> Status {
     }
 }
 
-fn container_pb(v: &ContainerView) -> pb::Container {
-    let r = &v.record;
-    let (placement_id, cpus, mems, units) = match &r.assigned {
-        Some(a) => (
-            a.placement.clone().unwrap_or_default(),
-            a.cpus.to_string(),
-            a.mems.to_string(),
-            a.units
-                .iter()
-                .map(|&u| u32::try_from(u).unwrap_or(u32::MAX))
-                .collect(),
-        ),
-        None => (String::new(), String::new(), String::new(), Vec::new()),
-    };
-    let detail = match &v.doing {
-        Some(d) if r.detail.is_empty() => d.clone(),
-        Some(d) => format!("{d}; {}", r.detail),
-        None => r.detail.clone(),
-    };
-    pb::Container {
-        id: r.id.clone(),
-        name: r.name.clone(),
-        runtime: r.runtime.clone(),
-        cgroup: r.id.clone(),
-        vcpus: u32::try_from(r.vcpus).unwrap_or(u32::MAX),
-        vcpus_source: format!("{:?}", r.vcpus_source).to_lowercase(),
-        policy: Some(placed_proto::convert::policy_to_pb(&r.policy)),
-        state: convert::state(r.state) as i32,
-        detail,
-        placement_id,
-        cpus,
-        mems,
-        units,
-        model_id: r
-            .prediction
-            .as_ref()
-            .map(|p| p.model_id.clone())
-            .unwrap_or_default(),
-        updated_unix_ms: r.updated_unix_ms,
-    }
-}
-
-fn provenance(p: placed_models::Provenance) -> pb::Provenance {
-    match p {
-        placed_models::Provenance::Real => pb::Provenance::Real,
-        placed_models::Provenance::VirtualMachine => pb::Provenance::VirtualMachine,
-        placed_models::Provenance::Simulated => pb::Provenance::Simulated,
-    }
-}
-
-fn prediction_pb(container: &str, p: &PredictionRecord) -> pb::Prediction {
-    pb::Prediction {
-        container: container.to_owned(),
-        model_id: p.model_id.clone(),
-        provenance: provenance(p.provenance) as i32,
-        baseline_id: p.baseline.clone(),
-        probe_id: p.probe.clone(),
-        observations: p
-            .observations
-            .iter()
-            .map(|o| pb::Observation {
-                placement_id: o.placement.clone(),
-                value: o.value,
-                low: o.low,
-                high: o.high,
-                unit: o.source.clone(),
-                windows: u32::try_from(o.windows).unwrap_or(u32::MAX),
-                dropped_windows: u32::try_from(o.dropped).unwrap_or(u32::MAX),
-            })
-            .collect(),
-        placements: p
-            .placements
-            .iter()
-            .map(|x| pb::PredictedPlacement {
-                placement_id: x.placement.clone(),
-                relative: x.relative,
-                spread: x.spread,
-            })
-            .collect(),
-        warnings: p.warnings.clone(),
-        vcpus: u32::try_from(p.vcpus).unwrap_or(u32::MAX),
-    }
-}
-
-fn event_pb(e: &Event) -> pb::Event {
-    pb::Event {
-        unix_ms: e.unix_ms,
-        container: e.container.clone(),
-        kind: match e.kind {
-            EventKind::Discovered => pb::EventKind::Discovered,
-            EventKind::State => pb::EventKind::State,
-            EventKind::Predicted => pb::EventKind::Predicted,
-            EventKind::MigrationStarted => pb::EventKind::MigrationStarted,
-            EventKind::MigrationFinished => pb::EventKind::MigrationFinished,
-            EventKind::Vanished => pb::EventKind::Vanished,
-            EventKind::Error => pb::EventKind::Error,
-        } as i32,
-        state: convert::state(e.state) as i32,
-        placement_id: e.placement.clone().unwrap_or_default(),
-        message: e.message.clone(),
-    }
-}
-
-fn metric_spec(m: &pb::MetricSpec) -> Result<Option<SourceSpec>, Status> {
-    use pb::metric_spec::Source;
-    Ok(match &m.source {
-        None => None,
-        Some(Source::PushedUnit(_)) => Some(SourceSpec::Pushed { counter: false }),
-        Some(Source::Prometheus(p)) => {
-            if p.url.is_empty() || p.selector.is_empty() {
-                return Err(Status::invalid_argument(
-                    "a Prometheus metric needs a url and a selector",
-                ));
-            }
-            Some(SourceSpec::Prometheus {
-                url: p.url.clone(),
-                selector: p.selector.clone(),
-            })
-        }
-        Some(Source::Command(c)) => {
-            let argv: Vec<String> = c.split_whitespace().map(String::from).collect();
-            if argv.is_empty() {
-                return Err(Status::invalid_argument("the metric command is empty"));
-            }
-            Some(SourceSpec::Command {
-                argv,
-                counter: false,
-            })
-        }
-        Some(Source::Perf(p)) => match p.as_str() {
-            "instructions" | "" => Some(SourceSpec::Perf { ipc: false }),
-            "ipc" => Some(SourceSpec::Perf { ipc: true }),
-            other => {
-                return Err(Status::invalid_argument(format!(
-                    "perf metric {other:?}: expected instructions or ipc"
-                )));
-            }
-        },
-    })
-}
-
 fn mode_of(daemon: &Daemon, m: i32) -> Result<Option<Mode>, Status> {
     match pb::MigrationMode::try_from(m) {
         Ok(pb::MigrationMode::Unspecified) => Ok(None),
@@ -227,67 +92,114 @@ fn need_container(c: &str) -> Result<(), Status> {
     }
 }
 
-type EventStream = Pin<Box<dyn Stream<Item = Result<pb::Event, Status>> + Send + 'static>>;
-
 /// The handlers; the [`Placed`] implementation below counts their failures.
 impl Api {
     async fn do_get_machine(
         &self,
         _request: Request<pb::GetMachineRequest>,
-    ) -> Result<Response<pb::Machine>, Status> {
-        Ok(Response::new(placed_proto::convert::machine(
-            self.daemon()?.machine(),
-        )))
+    ) -> Result<Response<pb::GetMachineResponse>, Status> {
+        Ok(Response::new(pb::GetMachineResponse {
+            machine: Some(placed_proto::convert::machine(self.daemon()?.machine())),
+        }))
     }
 
     async fn do_list_placements(
         &self,
         request: Request<pb::ListPlacementsRequest>,
     ) -> Result<Response<pb::ListPlacementsResponse>, Status> {
-        let v = request.into_inner().vcpus;
-        if v == 0 {
+        let r = request.into_inner();
+        if r.vcpus == 0 {
             return Err(Status::invalid_argument("vcpus must be at least 1"));
         }
-        let set = self.daemon()?.placements(v as usize).map_err(status_of)?;
-        Ok(Response::new(placed_proto::convert::placements(&set)))
+        let size = paging::page_size(r.page_size)?;
+        // Placements are computed once per v and never change: an offset is a stable
+        // position, and the token is bound to v.
+        let list = format!("placements/{}", r.vcpus);
+        let start = if r.page_token.is_empty() {
+            0
+        } else {
+            self.pager
+                .open(&list, &r.page_token)?
+                .parse::<usize>()
+                .map_err(|_| Status::internal("a signed page token holds no offset"))?
+        };
+        let set = self
+            .daemon()?
+            .placements(r.vcpus as usize)
+            .map_err(status_of)?;
+        let end = start.saturating_add(size);
+        let next = if end < set.placements.len() {
+            self.pager.token(&list, &end.to_string())
+        } else {
+            String::new()
+        };
+        Ok(Response::new(placed_proto::convert::placements_page(
+            &set,
+            start..end,
+            next,
+        )))
     }
 
     async fn do_list_containers(
         &self,
-        _request: Request<pb::ListContainersRequest>,
+        request: Request<pb::ListContainersRequest>,
     ) -> Result<Response<pb::ListContainersResponse>, Status> {
+        const LIST: &str = "containers";
+        let r = request.into_inner();
+        let size = paging::page_size(r.page_size)?;
+        let after = if r.page_token.is_empty() {
+            None
+        } else {
+            Some(self.pager.open(LIST, &r.page_token)?)
+        };
+        let daemon = self.daemon()?;
+        // Read before the listing: a watcher resuming after it sees every change the
+        // listing might have missed (and perhaps some it already shows).
+        let event_sequence = daemon.last_event();
+        // Keyset pagination by id: containers appearing or vanishing between pages neither
+        // repeat nor hide the others.
+        let mut views: Vec<_> = daemon
+            .containers()
+            .into_iter()
+            .filter(|v| after.as_ref().is_none_or(|a| v.record.id > *a))
+            .collect();
+        views.sort_by(|a, b| a.record.id.cmp(&b.record.id));
+        let more = views.len() > size;
+        views.truncate(size);
+        let next_page_token = match views.last() {
+            Some(last) if more => self.pager.token(LIST, &last.record.id),
+            _ => String::new(),
+        };
         Ok(Response::new(pb::ListContainersResponse {
-            containers: self
-                .daemon()?
-                .containers()
-                .iter()
-                .map(container_pb)
-                .collect(),
+            containers: views.iter().map(convert::container).collect(),
+            next_page_token,
+            event_sequence,
         }))
     }
 
     async fn do_get_container(
         &self,
         request: Request<pb::GetContainerRequest>,
-    ) -> Result<Response<pb::Container>, Status> {
+    ) -> Result<Response<pb::GetContainerResponse>, Status> {
         let c = request.into_inner().container;
         need_container(&c)?;
         let view = self.daemon()?.container(&c).map_err(status_of)?;
-        Ok(Response::new(container_pb(&view)))
+        Ok(Response::new(pb::GetContainerResponse {
+            container: Some(convert::container(&view)),
+        }))
     }
 
     async fn do_manage(
         &self,
         request: Request<pb::ManageRequest>,
-    ) -> Result<Response<pb::Container>, Status> {
+    ) -> Result<Response<pb::ManageResponse>, Status> {
         let r = request.into_inner();
         need_container(&r.container)?;
         let daemon = self.daemon()?;
-        let goal = daemon_goal(daemon);
-        let policy = placed_proto::convert::policy_from_pb(r.policy.as_ref(), goal)
+        let policy = placed_proto::convert::policy_from_pb(r.policy.as_ref(), daemon.config_goal())
             .map_err(Status::invalid_argument)?;
         let metric = match &r.metric {
-            Some(m) => metric_spec(m)?,
+            Some(m) => convert::metric_from_pb(m)?,
             None => None,
         };
         let view = daemon
@@ -299,35 +211,37 @@ impl Api {
             })
             .await
             .map_err(status_of)?;
-        Ok(Response::new(container_pb(&view)))
+        Ok(Response::new(pb::ManageResponse {
+            container: Some(convert::container(&view)),
+        }))
     }
 
     async fn do_predict(
         &self,
         request: Request<pb::PredictRequest>,
-    ) -> Result<Response<pb::Prediction>, Status> {
+    ) -> Result<Response<pb::PredictResponse>, Status> {
         let c = request.into_inner().container;
         need_container(&c)?;
         let daemon = self.daemon()?;
         let p = daemon.predict(&c).await.map_err(status_of)?;
         let name = daemon.container(&c).map(|v| v.record.name).unwrap_or(c);
-        Ok(Response::new(prediction_pb(&name, &p)))
+        Ok(Response::new(convert::prediction(&name, &p)))
     }
 
     async fn do_recommend(
         &self,
         request: Request<pb::RecommendRequest>,
-    ) -> Result<Response<pb::Recommendation>, Status> {
+    ) -> Result<Response<pb::RecommendResponse>, Status> {
         let r = request.into_inner();
         need_container(&r.container)?;
         let daemon = self.daemon()?;
-        let policy = placed_proto::convert::policy_from_pb(r.policy.as_ref(), daemon_goal(daemon))
+        let policy = placed_proto::convert::policy_from_pb(r.policy.as_ref(), daemon.config_goal())
             .map_err(Status::invalid_argument)?;
         let rec = daemon
             .recommend(&r.container, policy)
             .await
             .map_err(status_of)?;
-        Ok(Response::new(pb::Recommendation {
+        Ok(Response::new(pb::RecommendResponse {
             container: rec.container,
             placement_id: rec.target.placement.clone().unwrap_or_default(),
             predicted_relative: rec.target.predicted.unwrap_or(0.0),
@@ -356,7 +270,7 @@ impl Api {
                 placement: r.placement_id,
             })
         } else {
-            match placed_proto::convert::policy_from_pb(r.policy.as_ref(), daemon_goal(daemon))
+            match placed_proto::convert::policy_from_pb(r.policy.as_ref(), daemon.config_goal())
                 .map_err(Status::invalid_argument)?
             {
                 Some(p) => PlaceTarget::Policy(p),
@@ -374,14 +288,14 @@ impl Api {
             mems: out.mems.to_string(),
             moved: out.moved,
             bytes_moved: out.bytes_moved,
-            duration_ms: u64::try_from(out.duration.as_millis()).unwrap_or(u64::MAX),
+            duration: Some(convert::duration(out.duration)),
             reason: out.reason,
         }))
     }
 
     async fn do_report_metric(
         &self,
-        request: Request<Streaming<pb::MetricSample>>,
+        request: Request<Streaming<pb::ReportMetricRequest>>,
     ) -> Result<Response<pb::ReportMetricResponse>, Status> {
         let daemon = self.daemon()?.clone();
         let mut stream = request.into_inner();
@@ -428,46 +342,19 @@ impl Api {
         &self,
         request: Request<pb::WatchRequest>,
     ) -> Result<Response<EventStream>, Status> {
-        let daemon = self.daemon()?.clone();
-        let filter = request.into_inner().container;
-        let filter_id = if filter.is_empty() {
-            None
-        } else {
-            Some(daemon.container(&filter).map_err(status_of)?.record.id)
-        };
-        let rx = daemon.subscribe();
-        let stream =
-            tokio_stream::wrappers::BroadcastStream::new(rx).filter_map(move |item| match item {
-                Ok(e) => {
-                    if filter_id.as_ref().is_none_or(|id| *id == e.container) {
-                        Some(Ok(event_pb(&e)))
-                    } else {
-                        None
-                    }
-                }
-                Err(tokio_stream::wrappers::errors::BroadcastStreamRecvError::Lagged(n)) => {
-                    Some(Ok(pb::Event {
-                        unix_ms: crate::lifecycle::events::now_ms(),
-                        container: String::new(),
-                        kind: pb::EventKind::Error as i32,
-                        state: convert::state(Lifecycle::Discovered) as i32,
-                        placement_id: String::new(),
-                        message: format!("this watcher fell behind: {n} events were dropped"),
-                    }))
-                }
-            });
-        Ok(Response::new(Box::pin(stream)))
+        let daemon = self.daemon()?;
+        Ok(Response::new(watch::stream(daemon, request.into_inner())?))
     }
 
     async fn do_get_status(
         &self,
         _request: Request<pb::GetStatusRequest>,
-    ) -> Result<Response<pb::Status>, Status> {
+    ) -> Result<Response<pb::GetStatusResponse>, Status> {
         let s = self.daemon()?.status();
-        Ok(Response::new(pb::Status {
+        Ok(Response::new(pb::GetStatusResponse {
             version: env!("CARGO_PKG_VERSION").into(),
             fingerprint: s.fingerprint,
-            uptime_s: s.uptime.as_secs(),
+            uptime: Some(convert::duration(s.uptime)),
             containers: s
                 .counts
                 .iter()
@@ -482,7 +369,7 @@ impl Api {
                 .map(|m| pb::ModelInfo {
                     id: m.model.id().to_owned(),
                     vcpus: m.model.machine().v,
-                    provenance: provenance(m.model.provenance()) as i32,
+                    provenance: convert::provenance(m.model.provenance()) as i32,
                     path: m.path.display().to_string(),
                 })
                 .collect(),
@@ -494,13 +381,13 @@ impl Api {
 }
 
 #[tonic::async_trait]
-impl Placed for Api {
+impl PlacedService for Api {
     type WatchStream = EventStream;
 
     async fn get_machine(
         &self,
         request: Request<pb::GetMachineRequest>,
-    ) -> Result<Response<pb::Machine>, Status> {
+    ) -> Result<Response<pb::GetMachineResponse>, Status> {
         self.counted(self.do_get_machine(request).await)
     }
 
@@ -521,28 +408,28 @@ impl Placed for Api {
     async fn get_container(
         &self,
         request: Request<pb::GetContainerRequest>,
-    ) -> Result<Response<pb::Container>, Status> {
+    ) -> Result<Response<pb::GetContainerResponse>, Status> {
         self.counted(self.do_get_container(request).await)
     }
 
     async fn manage(
         &self,
         request: Request<pb::ManageRequest>,
-    ) -> Result<Response<pb::Container>, Status> {
+    ) -> Result<Response<pb::ManageResponse>, Status> {
         self.counted(self.do_manage(request).await)
     }
 
     async fn predict(
         &self,
         request: Request<pb::PredictRequest>,
-    ) -> Result<Response<pb::Prediction>, Status> {
+    ) -> Result<Response<pb::PredictResponse>, Status> {
         self.counted(self.do_predict(request).await)
     }
 
     async fn recommend(
         &self,
         request: Request<pb::RecommendRequest>,
-    ) -> Result<Response<pb::Recommendation>, Status> {
+    ) -> Result<Response<pb::RecommendResponse>, Status> {
         self.counted(self.do_recommend(request).await)
     }
 
@@ -555,7 +442,7 @@ impl Placed for Api {
 
     async fn report_metric(
         &self,
-        request: Request<Streaming<pb::MetricSample>>,
+        request: Request<Streaming<pb::ReportMetricRequest>>,
     ) -> Result<Response<pb::ReportMetricResponse>, Status> {
         self.counted(self.do_report_metric(request).await)
     }
@@ -570,11 +457,7 @@ impl Placed for Api {
     async fn get_status(
         &self,
         request: Request<pb::GetStatusRequest>,
-    ) -> Result<Response<pb::Status>, Status> {
+    ) -> Result<Response<pb::GetStatusResponse>, Status> {
         self.counted(self.do_get_status(request).await)
     }
-}
-
-fn daemon_goal(d: &Daemon) -> f64 {
-    d.config_goal()
 }

@@ -1,9 +1,15 @@
-//! The daemon's own values to placed.v1 messages. Core values (machine, placements,
-//! policies) are converted by [`placed_proto::convert`], which `placectl` shares.
+//! The daemon's own values to placed.v1 messages and back. Core values (machine,
+//! placements, policies) are converted by [`placed_proto::convert`], which `placectl` shares.
 
+use std::time::Duration;
+
+use placed_host::observe::SourceSpec;
 use placed_proto::v1 as pb;
+use tonic::Status;
 
-use crate::state::Lifecycle;
+use crate::lifecycle::ContainerView;
+use crate::lifecycle::events::{EventKind, Sequenced};
+use crate::state::{Lifecycle, PredictionRecord, VcpuSource};
 
 pub fn state(s: Lifecycle) -> pb::ContainerState {
     match s {
@@ -16,5 +22,281 @@ pub fn state(s: Lifecycle) -> pb::ContainerState {
         Lifecycle::Waiting => pb::ContainerState::Waiting,
         Lifecycle::Migrating => pb::ContainerState::Migrating,
         Lifecycle::Failed => pb::ContainerState::Failed,
+    }
+}
+
+/// The runtime as the state file names it (`placed_host::containers::Runtime`'s names);
+/// a name this daemon does not know is UNSPECIFIED rather than a guess.
+pub fn runtime(name: &str) -> pb::ContainerRuntime {
+    match name {
+        "docker" => pb::ContainerRuntime::Docker,
+        "podman" => pb::ContainerRuntime::Podman,
+        "containerd" => pb::ContainerRuntime::Containerd,
+        "crio" => pb::ContainerRuntime::Crio,
+        "cri" => pb::ContainerRuntime::Cri,
+        "pod" => pb::ContainerRuntime::Pod,
+        "lxc" => pb::ContainerRuntime::Lxc,
+        "systemd" => pb::ContainerRuntime::Systemd,
+        "cgroup" => pb::ContainerRuntime::Cgroup,
+        _ => pb::ContainerRuntime::Unspecified,
+    }
+}
+
+fn vcpu_source(s: VcpuSource) -> pb::VcpuSource {
+    match s {
+        VcpuSource::Request => pb::VcpuSource::Request,
+        VcpuSource::Quota => pb::VcpuSource::Quota,
+        VcpuSource::Cpuset => pb::VcpuSource::Cpuset,
+    }
+}
+
+/// Milliseconds since the epoch as a protobuf Timestamp.
+pub fn timestamp(unix_ms: i64) -> prost_types::Timestamp {
+    prost_types::Timestamp {
+        seconds: unix_ms.div_euclid(1000),
+        // In 0..1_000_000_000 by construction.
+        nanos: i32::try_from(unix_ms.rem_euclid(1000) * 1_000_000).unwrap_or(0),
+    }
+}
+
+pub fn duration(d: Duration) -> prost_types::Duration {
+    prost_types::Duration {
+        seconds: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        nanos: i32::try_from(d.subsec_nanos()).unwrap_or(0),
+    }
+}
+
+fn count(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+pub fn container(v: &ContainerView) -> pb::Container {
+    let r = &v.record;
+    let (placement_id, cpus, mems, units) = match &r.assigned {
+        Some(a) => (
+            a.placement.clone().unwrap_or_default(),
+            a.cpus.to_string(),
+            a.mems.to_string(),
+            a.units.iter().map(|&u| count(u)).collect(),
+        ),
+        None => (String::new(), String::new(), String::new(), Vec::new()),
+    };
+    let detail = match &v.doing {
+        Some(d) if r.detail.is_empty() => d.clone(),
+        Some(d) => format!("{d}; {}", r.detail),
+        None => r.detail.clone(),
+    };
+    pb::Container {
+        id: r.id.clone(),
+        name: r.name.clone(),
+        runtime: runtime(&r.runtime) as i32,
+        cgroup: r.id.clone(),
+        vcpus: count(r.vcpus),
+        vcpus_source: vcpu_source(r.vcpus_source) as i32,
+        policy: Some(placed_proto::convert::policy_to_pb(&r.policy)),
+        state: state(r.state) as i32,
+        detail,
+        placement_id,
+        cpus,
+        mems,
+        units,
+        model_id: r
+            .prediction
+            .as_ref()
+            .map(|p| p.model_id.clone())
+            .unwrap_or_default(),
+        update_time: Some(timestamp(r.updated_unix_ms)),
+        metric: r.metric.as_ref().map(metric_to_pb),
+    }
+}
+
+pub fn provenance(p: placed_models::Provenance) -> pb::Provenance {
+    match p {
+        placed_models::Provenance::Real => pb::Provenance::Real,
+        placed_models::Provenance::VirtualMachine => pb::Provenance::VirtualMachine,
+        placed_models::Provenance::Simulated => pb::Provenance::Simulated,
+    }
+}
+
+pub fn prediction(container: &str, p: &PredictionRecord) -> pb::PredictResponse {
+    pb::PredictResponse {
+        container: container.to_owned(),
+        model_id: p.model_id.clone(),
+        provenance: provenance(p.provenance) as i32,
+        baseline_id: p.baseline.clone(),
+        probe_id: p.probe.clone(),
+        observations: p
+            .observations
+            .iter()
+            .map(|o| pb::Observation {
+                placement_id: o.placement.clone(),
+                value: o.value,
+                low: o.low,
+                high: o.high,
+                unit: o.source.clone(),
+                windows: count(o.windows),
+                dropped_windows: count(o.dropped),
+            })
+            .collect(),
+        placements: p
+            .placements
+            .iter()
+            .map(|x| pb::PredictedPlacement {
+                placement_id: x.placement.clone(),
+                relative: x.relative,
+                spread: x.spread,
+            })
+            .collect(),
+        warnings: p.warnings.clone(),
+        vcpus: count(p.vcpus),
+    }
+}
+
+pub fn event(s: &Sequenced) -> pb::WatchResponse {
+    let e = &s.event;
+    pb::WatchResponse {
+        sequence: s.sequence,
+        time: Some(timestamp(e.unix_ms)),
+        container: e.container.clone(),
+        kind: match e.kind {
+            EventKind::Discovered => pb::EventKind::Discovered,
+            EventKind::State => pb::EventKind::State,
+            EventKind::Predicted => pb::EventKind::Predicted,
+            EventKind::MigrationStarted => pb::EventKind::MigrationStarted,
+            EventKind::MigrationFinished => pb::EventKind::MigrationFinished,
+            EventKind::Vanished => pb::EventKind::Vanished,
+            EventKind::Error => pb::EventKind::Error,
+        } as i32,
+        state: state(e.state) as i32,
+        placement_id: e.placement.clone().unwrap_or_default(),
+        message: e.message.clone(),
+    }
+}
+
+/// A stored metric source as the API shows it.
+pub fn metric_to_pb(m: &SourceSpec) -> pb::MetricSpec {
+    use pb::metric_spec::Source;
+    let source = match m {
+        SourceSpec::Pushed { .. } => Source::Pushed(pb::PushedMetric::default()),
+        SourceSpec::Prometheus { url, selector } => Source::Prometheus(pb::PrometheusMetric {
+            url: url.clone(),
+            selector: selector.clone(),
+        }),
+        SourceSpec::Command { argv, .. } => {
+            Source::Command(pb::CommandMetric { argv: argv.clone() })
+        }
+        SourceSpec::Perf { ipc } => Source::Perf(pb::PerfMetric {
+            counter: if *ipc {
+                pb::PerfCounter::Ipc
+            } else {
+                pb::PerfCounter::Instructions
+            } as i32,
+        }),
+    };
+    pb::MetricSpec {
+        source: Some(source),
+    }
+}
+
+/// A requested metric source, checked as far as it can be without the network: a
+/// description that can never work is INVALID_ARGUMENT now, not a failure at the first
+/// measurement.
+pub fn metric_from_pb(m: &pb::MetricSpec) -> Result<Option<SourceSpec>, Status> {
+    use pb::metric_spec::Source;
+    let spec = match &m.source {
+        None => return Ok(None),
+        Some(Source::Pushed(_)) => SourceSpec::Pushed { counter: false },
+        Some(Source::Prometheus(p)) => {
+            if p.url.is_empty() || p.selector.is_empty() {
+                return Err(Status::invalid_argument(
+                    "a Prometheus metric needs a url and a selector",
+                ));
+            }
+            SourceSpec::Prometheus {
+                url: p.url.clone(),
+                selector: p.selector.clone(),
+            }
+        }
+        Some(Source::Command(c)) => SourceSpec::Command {
+            argv: c.argv.clone(),
+            counter: false,
+        },
+        Some(Source::Perf(p)) => match pb::PerfCounter::try_from(p.counter) {
+            Ok(pb::PerfCounter::Unspecified | pb::PerfCounter::Instructions) => {
+                SourceSpec::Perf { ipc: false }
+            }
+            Ok(pb::PerfCounter::Ipc) => SourceSpec::Perf { ipc: true },
+            Err(_) => {
+                return Err(Status::invalid_argument(format!(
+                    "metric.perf.counter = {}: not a PerfCounter this daemon knows (instructions = 1, ipc = 2)",
+                    p.counter
+                )));
+            }
+        },
+    };
+    spec.check()
+        .map_err(|e| Status::invalid_argument(placed_core::text::error_line(&e)))?;
+    Ok(Some(spec))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_metric_source_survives_the_round_trip() {
+        for spec in [
+            SourceSpec::Pushed { counter: false },
+            SourceSpec::Prometheus {
+                url: "http://127.0.0.1:9100/metrics".into(),
+                selector: r#"ops_total{a="x", b!="y"}"#.into(),
+            },
+            SourceSpec::Command {
+                argv: vec!["sh".into(), "-c".into(), "echo '4 2' | tr -d ' '".into()],
+                counter: false,
+            },
+            SourceSpec::Perf { ipc: true },
+            SourceSpec::Perf { ipc: false },
+        ] {
+            let back = metric_from_pb(&metric_to_pb(&spec)).map_err(|s| s.message().to_owned());
+            assert_eq!(back, Ok(Some(spec)));
+        }
+    }
+
+    #[test]
+    fn bad_metric_requests_name_the_problem() {
+        let selector = pb::MetricSpec {
+            source: Some(pb::metric_spec::Source::Prometheus(pb::PrometheusMetric {
+                url: "http://127.0.0.1:9100/metrics".into(),
+                selector: r#"ops_total{a="x" b="y"}"#.into(),
+            })),
+        };
+        let status = metric_from_pb(&selector).unwrap_err();
+        assert_eq!(status.code(), tonic::Code::InvalidArgument);
+        assert!(status.message().contains("expected , or }"), "{status:?}");
+        let perf = pb::MetricSpec {
+            source: Some(pb::metric_spec::Source::Perf(pb::PerfMetric {
+                counter: 99,
+            })),
+        };
+        let status = metric_from_pb(&perf).unwrap_err();
+        assert!(status.message().contains("99"), "{status:?}");
+        let empty = pb::MetricSpec {
+            source: Some(pb::metric_spec::Source::Command(
+                pb::CommandMetric::default(),
+            )),
+        };
+        assert_eq!(
+            metric_from_pb(&empty).unwrap_err().code(),
+            tonic::Code::InvalidArgument
+        );
+    }
+
+    #[test]
+    fn timestamps_keep_milliseconds_before_and_after_the_epoch() {
+        let t = timestamp(1_700_000_000_123);
+        assert_eq!((t.seconds, t.nanos), (1_700_000_000, 123_000_000));
+        let t = timestamp(-1);
+        assert_eq!((t.seconds, t.nanos), (-1, 999_000_000));
     }
 }

@@ -1,15 +1,24 @@
-//! The gRPC service (placed.v1) with standard health and reflection, on a Unix socket and
-//! optionally on TCP with TLS.
+//! The gRPC service (placed.v1) with standard health and reflection (v1 and v1alpha), on a
+//! Unix socket and optionally on TCP with TLS.
 //!
 //! Handlers ([`api`]) convert requests into [`crate::lifecycle::Daemon`] calls; nothing
 //! below them sees tonic types. Health reports NOT_SERVING until the daemon has restored
-//! its state, so probes and orchestrators wait instead of failing.
+//! its state, so probes and orchestrators wait instead of failing. Connections on the Unix
+//! socket are read through [`authority::Repaired`], so that clients that name the socket
+//! path as `:authority` (gRPC C-core: Python, C++, Ruby, PHP) are served.
+//!
+//! - `api`: the handlers; `convert`: daemon values to messages; `paging`: list pages and
+//!   their tokens; `watch`: the event stream with resume.
 
 mod api;
+pub mod authority;
 mod convert;
 pub mod listen;
+mod paging;
+mod watch;
 
-use placed_proto::v1::placed_server::PlacedServer;
+use placed_proto::v1::placed_service_server::{PlacedServiceServer, SERVICE_NAME};
+use tokio_stream::StreamExt;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::{Server, ServerTlsConfig};
 use tonic_health::ServingStatus;
@@ -18,7 +27,7 @@ use tonic_health::server::HealthReporter;
 pub use api::{Api, status_of};
 
 /// The service name health reports under (and "" for the whole server).
-pub const SERVICE: &str = "placed.v1.Placed";
+pub const SERVICE: &str = SERVICE_NAME;
 
 /// Everything being served, before and after the daemon is ready.
 #[derive(Debug, Clone)]
@@ -63,8 +72,10 @@ pub enum ServeError {
         #[source]
         source: tonic::transport::Error,
     },
-    #[error("reflection service: {0}")]
-    Reflection(String),
+    #[error("reflection service")]
+    Reflection(#[source] tonic_reflection::server::Error),
+    #[error("no random numbers to sign page tokens with (the system's getrandom failed)")]
+    Random,
 }
 
 impl ServeError {
@@ -72,7 +83,9 @@ impl ServeError {
     pub fn fault(&self) -> placed_core::fault::Fault {
         match self {
             Self::Tls { .. } => placed_core::fault::Fault::InvalidInput,
-            Self::Transport { .. } | Self::Reflection(_) => placed_core::fault::Fault::Internal,
+            Self::Transport { .. } | Self::Reflection(_) | Self::Random => {
+                placed_core::fault::Fault::Internal
+            }
         }
     }
 }
@@ -90,12 +103,24 @@ pub async fn serve(
     health
         .set_service_status("", ServingStatus::NotServing)
         .await;
-    let reflection = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(placed_proto::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .build_v1()
-        .map_err(|e| ServeError::Reflection(e.to_string()))?;
-    let api = Api::default();
+    // Both reflection versions: grpcurl before 1.8.8, grpc_cli and GUI clients still ask
+    // for v1alpha only.
+    let reflection = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(placed_proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+            // Each version lists both reflection services, not only itself.
+            .register_encoded_file_descriptor_set(tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(
+                tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
+            )
+            .include_reflection_service(false)
+    };
+    let reflection_v1 = reflection().build_v1().map_err(ServeError::Reflection)?;
+    let reflection_v1alpha = reflection()
+        .build_v1alpha()
+        .map_err(ServeError::Reflection)?;
+    let api = Api::new().map_err(|_| ServeError::Random)?;
     let serving = Serving {
         api: api.clone(),
         health,
@@ -103,9 +128,11 @@ pub async fn serve(
 
     let router = Server::builder()
         .add_service(health_service.clone())
-        .add_service(reflection.clone())
-        .add_service(PlacedServer::new(api.clone()));
-    let unix_stream = tokio_stream::wrappers::UnixListenerStream::new(unix);
+        .add_service(reflection_v1.clone())
+        .add_service(reflection_v1alpha.clone())
+        .add_service(PlacedServiceServer::new(api.clone()));
+    let unix_stream = tokio_stream::wrappers::UnixListenerStream::new(unix)
+        .map(|conn| conn.map(authority::Repaired::new));
     let stop = shutdown.clone();
     let unix_task = tokio::spawn(async move {
         router
@@ -132,8 +159,9 @@ pub async fn serve(
                     })?;
             let router = builder
                 .add_service(health_service)
-                .add_service(reflection)
-                .add_service(PlacedServer::new(api));
+                .add_service(reflection_v1)
+                .add_service(reflection_v1alpha)
+                .add_service(PlacedServiceServer::new(api));
             let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
             let stop = shutdown.clone();
             Some(tokio::spawn(async move {

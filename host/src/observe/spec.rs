@@ -13,7 +13,7 @@ use placed_core::cpuset::CpuSet;
 
 use super::command::{CommandConfig, CommandError, CommandSource};
 use super::perf::{PerfError, PerfMetric, PerfSource};
-use super::prometheus::text::Selector;
+use super::prometheus::text::{ParseError, Selector};
 use super::prometheus::{PrometheusConfig, PrometheusError, PrometheusSource};
 use super::pushed::{self, PushedSource, Reporter};
 use super::source::{Kind, MetricSource, Reading, SourceError};
@@ -47,8 +47,12 @@ pub enum SourceSpec {
 /// A source that could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum SpecError {
-    #[error("invalid Prometheus selector {selector:?}: {detail}")]
-    Selector { selector: String, detail: String },
+    #[error("invalid Prometheus selector {selector:?}")]
+    Selector {
+        selector: String,
+        #[source]
+        source: ParseError,
+    },
     #[error(transparent)]
     Prometheus(#[from] PrometheusError),
     #[error(transparent)]
@@ -63,12 +67,37 @@ impl SpecError {
     pub fn is_bad_input(&self) -> bool {
         matches!(
             self,
-            Self::Selector { .. } | Self::Command(CommandError::Empty)
+            Self::Selector { .. }
+                | Self::Command(CommandError::Empty)
+                | Self::Prometheus(
+                    PrometheusError::InvalidUrl { .. } | PrometheusError::UnsupportedScheme { .. }
+                )
         )
     }
 }
 
 impl SourceSpec {
+    /// Checks the description alone, touching neither the host nor the network: a
+    /// selector that parses, an `http://` URL with a host, a command with a program. A
+    /// request that fails here can never work; one that passes may still meet an endpoint
+    /// that is down.
+    pub fn check(&self) -> Result<(), SpecError> {
+        match self {
+            Self::Prometheus { url, selector } => {
+                Selector::parse(selector).map_err(|source| SpecError::Selector {
+                    selector: selector.clone(),
+                    source,
+                })?;
+                super::prometheus::parse_url(url)?;
+            }
+            Self::Command { argv, .. } if argv.first().is_none_or(|p| p.is_empty()) => {
+                return Err(CommandError::Empty.into());
+            }
+            Self::Pushed { .. } | Self::Command { .. } | Self::Perf { .. } => {}
+        }
+        Ok(())
+    }
+
     /// Builds the source for a container whose cgroup (for perf) is `cgroup_dir` and
     /// whose PUs are `cpus`. A pushed source also returns the [`Reporter`] its data must be
     /// pushed into.
@@ -85,9 +114,9 @@ impl SourceSpec {
                 (AnySource::Pushed(source), Some(reporter))
             }
             Self::Prometheus { url, selector } => {
-                let parsed = Selector::parse(selector).map_err(|e| SpecError::Selector {
+                let parsed = Selector::parse(selector).map_err(|source| SpecError::Selector {
                     selector: selector.clone(),
-                    detail: e.to_string(),
+                    source,
                 })?;
                 let config = PrometheusConfig {
                     url: url.clone(),
@@ -228,6 +257,51 @@ mod tests {
         .await
         .unwrap_err();
         assert!(!e.is_bad_input(), "{e}");
+    }
+
+    #[test]
+    fn check_refuses_what_can_never_work_and_keeps_spaces_in_selectors() {
+        let prometheus = |url: &str, selector: &str| SourceSpec::Prometheus {
+            url: url.into(),
+            selector: selector.into(),
+        };
+        let url = "http://127.0.0.1:9100/metrics";
+        prometheus(url, r#"ops_total{a="x", b!="y"}"#)
+            .check()
+            .unwrap();
+        let e = prometheus(url, r#"ops_total{a="x" b!="y"}"#)
+            .check()
+            .unwrap_err();
+        assert!(e.is_bad_input(), "{e}");
+        // The message names the selector; the cause says what is wrong in it.
+        assert!(
+            e.to_string().contains(r#"ops_total{a=\"x\" b!=\"y\"}"#),
+            "{e}"
+        );
+        let cause = std::error::Error::source(&e).map(ToString::to_string);
+        assert!(
+            cause
+                .as_deref()
+                .is_some_and(|c| c.contains("expected , or }")),
+            "{cause:?}"
+        );
+        for bad_url in ["https://host/metrics", "not a url", "http:///metrics"] {
+            let e = prometheus(bad_url, "ops_total").check().unwrap_err();
+            assert!(e.is_bad_input(), "{bad_url}: {e}");
+        }
+        let e = SourceSpec::Command {
+            argv: vec![String::new()],
+            counter: false,
+        }
+        .check()
+        .unwrap_err();
+        assert!(matches!(e, SpecError::Command(CommandError::Empty)), "{e}");
+        SourceSpec::Command {
+            argv: vec!["sh".into(), "-c".into(), "echo 42".into()],
+            counter: false,
+        }
+        .check()
+        .unwrap();
     }
 
     #[tokio::test]

@@ -63,9 +63,14 @@ pub fn policy_name(p: Option<&pb::Policy>) -> String {
     }
 }
 
-pub fn render_status(s: &pb::Status) -> String {
+pub fn render_status(s: &pb::GetStatusResponse) -> String {
     let mut o = String::new();
-    let _ = writeln!(o, "placed {}  up {} s", s.version, s.uptime_s);
+    let _ = writeln!(
+        o,
+        "placed {}  up {} s",
+        s.version,
+        seconds(s.uptime.as_ref())
+    );
     let _ = writeln!(o, "Class       {}", s.fingerprint);
     let _ = writeln!(o, "cgroups     {}", s.cgroup);
     let _ = writeln!(o, "State file  {}", s.state_file);
@@ -109,12 +114,12 @@ pub fn render_status(s: &pb::Status) -> String {
     o
 }
 
-pub fn status_json(s: &pb::Status) -> Value {
+pub fn status_json(s: &pb::GetStatusResponse) -> Value {
     json!({
         "schema": "placed.status/v1",
         "version": s.version,
         "fingerprint": s.fingerprint,
-        "uptime_s": s.uptime_s,
+        "uptime_s": seconds(s.uptime.as_ref()),
         "cgroup": s.cgroup,
         "state_file": s.state_file,
         "containers": s.containers.iter()
@@ -146,7 +151,7 @@ pub fn render_containers(cs: &[pb::Container]) -> String {
     for c in cs {
         t.row([
             c.name.clone(),
-            c.runtime.clone(),
+            runtime_name(c.runtime),
             c.vcpus.to_string(),
             policy_name(c.policy.as_ref()),
             state_name(c.state).into(),
@@ -165,14 +170,58 @@ pub fn render_containers(cs: &[pb::Container]) -> String {
 
 pub fn container_json(c: &pb::Container) -> Value {
     json!({
-        "id": c.id, "name": c.name, "runtime": c.runtime, "cgroup": c.cgroup,
-        "vcpus": c.vcpus, "vcpus_source": c.vcpus_source,
+        "id": c.id, "name": c.name, "runtime": runtime_name(c.runtime), "cgroup": c.cgroup,
+        "vcpus": c.vcpus, "vcpus_source": vcpus_source_name(c.vcpus_source),
         "policy": policy_name(c.policy.as_ref()),
         "state": state_name(c.state), "detail": c.detail,
         "placement": if c.placement_id.is_empty() { Value::Null } else { json!(c.placement_id) },
         "cpus": c.cpus, "mems": c.mems, "units": c.units, "model_id": c.model_id,
-        "updated_unix_ms": c.updated_unix_ms,
+        "metric": c.metric.as_ref().map_or(Value::Null, crate::metric::json),
+        "updated_unix_ms": unix_ms(c.update_time.as_ref()),
     })
+}
+
+/// Whole seconds of a Duration (0 when absent).
+fn seconds(d: Option<&prost_types::Duration>) -> i64 {
+    d.map_or(0, |d| d.seconds)
+}
+
+/// Milliseconds since the epoch of a Timestamp (0 when absent).
+fn unix_ms(t: Option<&prost_types::Timestamp>) -> i64 {
+    t.map_or(0, |t| {
+        t.seconds.saturating_mul(1000) + i64::from(t.nanos / 1_000_000)
+    })
+}
+
+fn millis(d: Option<&prost_types::Duration>) -> i64 {
+    d.map_or(0, |d| {
+        d.seconds.saturating_mul(1000) + i64::from(d.nanos / 1_000_000)
+    })
+}
+
+/// The runtime's name, as the daemon's config and `placectl containers --host` spell it.
+pub fn runtime_name(r: i32) -> String {
+    match pb::ContainerRuntime::try_from(r) {
+        Ok(pb::ContainerRuntime::Docker) => "docker".into(),
+        Ok(pb::ContainerRuntime::Podman) => "podman".into(),
+        Ok(pb::ContainerRuntime::Containerd) => "containerd".into(),
+        Ok(pb::ContainerRuntime::Crio) => "crio".into(),
+        Ok(pb::ContainerRuntime::Cri) => "cri".into(),
+        Ok(pb::ContainerRuntime::Pod) => "pod".into(),
+        Ok(pb::ContainerRuntime::Lxc) => "lxc".into(),
+        Ok(pb::ContainerRuntime::Systemd) => "systemd".into(),
+        Ok(pb::ContainerRuntime::Cgroup) => "cgroup".into(),
+        Ok(pb::ContainerRuntime::Unspecified) | Err(_) => format!("unknown ({r})"),
+    }
+}
+
+fn vcpus_source_name(v: i32) -> String {
+    match pb::VcpuSource::try_from(v) {
+        Ok(pb::VcpuSource::Request) => "request".into(),
+        Ok(pb::VcpuSource::Quota) => "quota".into(),
+        Ok(pb::VcpuSource::Cpuset) => "cpuset".into(),
+        Ok(pb::VcpuSource::Unspecified) | Err(_) => format!("unknown ({v})"),
+    }
 }
 
 pub fn containers_json(cs: &[pb::Container]) -> Value {
@@ -184,7 +233,7 @@ pub fn containers_json(cs: &[pb::Container]) -> Value {
 
 /// The predicted performance per placement as a table with a bar chart: one bar per
 /// placement, scaled to the best, marked where it was measured and where it is now.
-pub fn render_prediction(p: &pb::Prediction, current: Option<&str>) -> String {
+pub fn render_prediction(p: &pb::PredictResponse, current: Option<&str>) -> String {
     let mut o = String::new();
     if let Some(b) = provenance_banner(p.provenance) {
         let _ = writeln!(o, "{b}\n");
@@ -266,7 +315,7 @@ pub fn render_prediction(p: &pb::Prediction, current: Option<&str>) -> String {
     o
 }
 
-pub fn prediction_json(p: &pb::Prediction) -> Value {
+pub fn prediction_json(p: &pb::PredictResponse) -> Value {
     json!({
         "schema": "placed.prediction/v1",
         "container": p.container,
@@ -286,7 +335,7 @@ pub fn prediction_json(p: &pb::Prediction) -> Value {
     })
 }
 
-pub fn render_recommendation(r: &pb::Recommendation) -> String {
+pub fn render_recommendation(r: &pb::RecommendResponse) -> String {
     let target = if r.placement_id.is_empty() {
         format!("unpinned (cpus {}, mems {})", r.cpus, r.mems)
     } else {
@@ -309,7 +358,7 @@ pub fn render_recommendation(r: &pb::Recommendation) -> String {
     o
 }
 
-pub fn recommendation_json(r: &pb::Recommendation) -> Value {
+pub fn recommendation_json(r: &pb::RecommendResponse) -> Value {
     json!({
         "schema": "placed.recommendation/v1",
         "container": r.container,
@@ -330,7 +379,12 @@ pub fn render_place(r: &pb::PlaceResponse) -> String {
     if r.moved {
         format!(
             "{} moved to {target}: cpus {}, mems {} ({} bytes migrated in {} ms)\n{}\n",
-            r.container, r.cpus, r.mems, r.bytes_moved, r.duration_ms, r.reason
+            r.container,
+            r.cpus,
+            r.mems,
+            r.bytes_moved,
+            millis(r.duration.as_ref()),
+            r.reason
         )
     } else {
         format!("{} not moved: {}\n", r.container, r.reason)
@@ -343,7 +397,7 @@ pub fn place_json(r: &pb::PlaceResponse) -> Value {
         "container": r.container,
         "placement": if r.placement_id.is_empty() { Value::Null } else { json!(r.placement_id) },
         "cpus": r.cpus, "mems": r.mems, "moved": r.moved,
-        "bytes_moved": r.bytes_moved, "duration_ms": r.duration_ms, "reason": r.reason,
+        "bytes_moved": r.bytes_moved, "duration_ms": millis(r.duration.as_ref()), "reason": r.reason,
     })
 }
 
@@ -360,10 +414,11 @@ fn kind_name(k: i32) -> &'static str {
     }
 }
 
-pub fn render_event(e: &pb::Event) -> String {
+pub fn render_event(e: &pb::WatchResponse) -> String {
     format!(
-        "{} {} {} [{}] {}{}\n",
-        e.unix_ms,
+        "{} #{} {} {} [{}] {}{}\n",
+        unix_ms(e.time.as_ref()),
+        e.sequence,
         e.container,
         kind_name(e.kind),
         state_name(e.state),
@@ -377,10 +432,11 @@ pub fn render_event(e: &pb::Event) -> String {
 }
 
 /// One JSON line per event.
-pub fn event_json(e: &pb::Event) -> Value {
+pub fn event_json(e: &pb::WatchResponse) -> Value {
     json!({
         "schema": "placed.event/v1",
-        "unix_ms": e.unix_ms, "container": e.container, "kind": kind_name(e.kind),
+        "sequence": e.sequence,
+        "unix_ms": unix_ms(e.time.as_ref()), "container": e.container, "kind": kind_name(e.kind),
         "state": state_name(e.state),
         "placement": if e.placement_id.is_empty() { Value::Null } else { json!(e.placement_id) },
         "message": e.message,

@@ -108,6 +108,7 @@ fn known(e: &(dyn Error + 'static)) -> Option<Exit> {
     if e.is::<placed_core::placement::PlacementError>()
         || e.is::<placed_core::policy::PolicyError>()
         || e.is::<UsageError>()
+        || e.is::<crate::metric::MetricError>()
     {
         return Some(Exit::BadInput);
     }

@@ -143,6 +143,29 @@ pub enum PrometheusError {
     },
 }
 
+/// An endpoint URL as this source can scrape it: plain `http://` with a host.
+pub fn parse_url(url: &str) -> Result<Uri, PrometheusError> {
+    let uri: Uri =
+        url.parse().map_err(
+            |e: hyper::http::uri::InvalidUri| PrometheusError::InvalidUrl {
+                url: url.to_owned(),
+                reason: e.to_string(),
+            },
+        )?;
+    if uri.scheme_str() != Some("http") {
+        return Err(PrometheusError::UnsupportedScheme {
+            url: url.to_owned(),
+        });
+    }
+    if uri.host().is_none_or(str::is_empty) {
+        return Err(PrometheusError::InvalidUrl {
+            url: url.to_owned(),
+            reason: "no host".to_owned(),
+        });
+    }
+    Ok(uri)
+}
+
 /// A [`MetricSource`] that scrapes one selector from one endpoint.
 #[derive(Debug)]
 pub struct PrometheusSource {
@@ -154,15 +177,7 @@ pub struct PrometheusSource {
 impl PrometheusSource {
     /// Scrapes once to check the endpoint and the metric, and settles the kind.
     pub async fn connect(config: PrometheusConfig) -> Result<Self, PrometheusError> {
-        let uri: Uri = config
-            .url
-            .parse()
-            .map_err(
-                |e: hyper::http::uri::InvalidUri| PrometheusError::InvalidUrl {
-                    url: config.url.clone(),
-                    reason: e.to_string(),
-                },
-            )?;
+        let uri = parse_url(&config.url)?;
         let mut source = Self {
             uri,
             kind: config.kind.unwrap_or(Kind::Gauge),
