@@ -264,7 +264,6 @@ fn run(cli: Cli) -> Result<Exit, Box<dyn std::error::Error>> {
     }
 }
 
-
 /// The commands that talk to the daemon.
 async fn remote(
     command: Command,

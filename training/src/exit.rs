@@ -23,44 +23,79 @@ pub fn exit_of(err: &(dyn Error + 'static)) -> Exit {
 }
 
 fn known(e: &(dyn Error + 'static)) -> Option<Exit> {
+    // Transparent variants hand `source()` straight to their inner error's cause, so the
+    // wrappers are opened here rather than found further down the chain.
+    if let Some(p) = e.downcast_ref::<PipelineError>() {
+        return match p {
+            PipelineError::Collect(c) => collect(c),
+            // One placement: nothing can be predicted on this host; train on another.
+            PipelineError::NothingToPredict { .. } => Some(Exit::Refused),
+            // Skipped measurements: the same command again retries them.
+            PipelineError::Incomplete { .. } => Some(Exit::Unavailable),
+            PipelineError::Data(d) => data(d),
+            _ => None,
+        };
+    }
     if let Some(c) = e.downcast_ref::<CollectError>() {
-        if matches!(c, CollectError::Interrupted { .. }) {
-            return Some(Exit::Interrupted);
-        }
+        return collect(c);
     }
     if let Some(CalibrateError::Interrupted { .. }) = e.downcast_ref::<CalibrateError>() {
         return Some(Exit::Interrupted);
     }
-    match e.downcast_ref::<PipelineError>() {
-        // One placement: nothing can be predicted on this host; train on another.
-        Some(PipelineError::NothingToPredict { .. }) => return Some(Exit::Refused),
-        // Skipped measurements: the same command again retries them.
-        Some(PipelineError::Incomplete { .. }) => return Some(Exit::Unavailable),
-        _ => {}
-    }
     if let Some(d) = e.downcast_ref::<DataFileError>() {
-        if !matches!(d, DataFileError::Io { .. }) {
-            return Some(Exit::BadInput);
-        }
+        return data_file(d);
     }
-    if let Some(placed_models::data::DataError::Invalid { .. }) =
-        e.downcast_ref::<placed_models::data::DataError>()
-    {
-        return Some(Exit::BadInput);
+    if let Some(d) = e.downcast_ref::<placed_models::data::DataError>() {
+        return data(d);
     }
-    if let Some(io) = e.downcast_ref::<std::io::Error>() {
-        return Some(match io.kind() {
-            std::io::ErrorKind::NotFound => Exit::NotFound,
-            std::io::ErrorKind::PermissionDenied => Exit::Refused,
-            _ => Exit::Failed,
-        });
+    e.downcast_ref::<std::io::Error>().map(io)
+}
+
+fn collect(c: &CollectError) -> Option<Exit> {
+    match c {
+        CollectError::Interrupted { .. } => Some(Exit::Interrupted),
+        CollectError::NoWorkloads | CollectError::DuplicateWorkload(_) => Some(Exit::BadInput),
+        CollectError::Data(d) => data_file(d),
+        _ => None,
     }
-    None
+}
+
+fn data_file(d: &DataFileError) -> Option<Exit> {
+    match d {
+        // The file is there but says something else: another --out, or delete it.
+        DataFileError::Io { source, .. } => Some(io(source)),
+        _ => Some(Exit::BadInput),
+    }
+}
+
+fn data(d: &placed_models::data::DataError) -> Option<Exit> {
+    match d {
+        placed_models::data::DataError::Io { source, .. } => Some(io(source)),
+        _ => Some(Exit::BadInput),
+    }
+}
+
+fn io(e: &std::io::Error) -> Exit {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => Exit::NotFound,
+        std::io::ErrorKind::PermissionDenied => Exit::Refused,
+        _ => Exit::Failed,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_of_another_setting_is_bad_input_even_behind_transparent_wrappers() {
+        let mismatch = CollectError::Data(DataFileError::Mismatch {
+            path: "data.jsonl".into(),
+            what: "v = 1 instead of 2".into(),
+        });
+        assert_eq!(exit_of(&mismatch), Exit::BadInput);
+        assert_eq!(exit_of(&PipelineError::Collect(mismatch)), Exit::BadInput);
+    }
 
     #[test]
     fn a_missing_file_is_not_found_and_an_interruption_is_130() {
