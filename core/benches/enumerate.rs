@@ -1,6 +1,6 @@
 //! Enumeration time of the important placements for every corpus topology, plus synthetic
 //! machines of 12, 16 and 64 NUMA nodes that the corpus lacks, and v in {4, 8, 16, 32, 64}
-//! where legal. Target (issue 2): median at most 100 ms per (topology, v) in release, exact
+//! where legal. Target (docs/placements.md): median at most 100 ms per (topology, v) in release, exact
 //! up to 8 allocation units.
 //!
 //! `cargo bench -p placed --bench enumerate [-- FILTER] [--runs N]`. Prints a table; the

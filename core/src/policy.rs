@@ -1,4 +1,4 @@
-//! Placement policies (DESIGN.md §3.5; thesis §2.5.1): pure decisions from the important
+//! Placement policies (docs/design.md, "Decisions"; thesis §2.5.1): pure decisions from the important
 //! placements, the model's predictions and the free allocation units to a target placement,
 //! and whether a move is worth its migration.
 
@@ -329,7 +329,7 @@ pub struct MoveCost {
     pub horizon_s: f64,
 }
 
-/// The move-or-stay rule for automatic moves (DESIGN.md §3.5): a move pays when it leaves
+/// The move-or-stay rule for automatic moves (docs/design.md, "Decisions"): a move pays when it leaves
 /// units another container holds, when it frees units, when no memory has to move, or when
 /// the predicted gain over the horizon exceeds the time the migration takes (memory to move
 /// over the migration bandwidth). Without a prediction there is no gain to weigh, so a move

@@ -1,5 +1,5 @@
 //! The daemon's configuration: TOML, every field optional, defaults that work on a host
-//! with no file at all. Documented in `docs/config.md`; `placed --print-config` shows the
+//! with no file at all. Documented in `docs/daemon.md`; `placed --print-config` shows the
 //! effective values.
 
 use std::net::SocketAddr;

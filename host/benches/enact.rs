@@ -1,4 +1,4 @@
-//! Enactment costs on the kernel that runs it (issue 4's targets):
+//! Enactment costs on the kernel that runs it (freeze time, migration bandwidth, move latency):
 //!
 //! 1. cpuset rewrite latency: one `cpuset.cpus` write to a cgroup holding a process of 1,
 //!    100 and 10,000 threads, alternating between two CPU sets (the kernel updates every

@@ -19,7 +19,7 @@ pub enum Provenance {
     /// Measured on the real machine class the model is for.
     Real,
     /// Measured in a virtual machine: placements are real for the guest, timings say nothing
-    /// about real hardware (DESIGN.md §4).
+    /// about real hardware (docs/design.md, "What runs where").
     VirtualMachine,
     /// Produced by `placed-train simulate`: no hardware was measured at all.
     Simulated,

@@ -15,8 +15,11 @@
 //!   category mean and the counter baseline.
 //! - [`train`]: fitting the final model, and the data as a linfa data set for experiments.
 //! - [`model`]: a trained model and its predictions; [`model_file`] reads and writes it.
+//! - [`atomic_file`]: replacing a file so readers see the old content or the new, never a
+//!   part (model files here, the daemon's state file).
 //!
-//! Internally, `table` arranges a data set as matrices and `probe` selects the probe.
+//! Internally, `table` arranges a data set as matrices, `probe` selects the probe, and
+//! `test_data` holds small hand-made data sets for unit tests.
 //!
 //! # Use from the daemon
 //!

@@ -1,22 +1,29 @@
-//! Finding numa-vm (a QEMU guest with several NUMA nodes and cgroup v2, see
-//! `numa-vm/README.md` in the shared folder), shared by the test binaries that boot one.
+//! Finding numa-vm (a tool that boots a QEMU guest with several NUMA nodes and cgroup v2 on
+//! the host's own root filesystem), shared by the test binaries that boot one.
 
 // Each binary uses a different subset.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 
-/// The numa-vm script: `PLACED_NUMA_VM`, else the shared folder beside the workspace.
+/// The numa-vm script: `PLACED_NUMA_VM`, else `numa-vm` on `PATH`, else a `numa-vm/numa-vm`
+/// checkout in a directory beside the workspace (where development machines keep it).
 pub fn numa_vm() -> Option<PathBuf> {
-    let workspace = workspace();
-    std::env::var_os("PLACED_NUMA_VM")
-        .map(PathBuf::from)
+    if let Some(path) = std::env::var_os("PLACED_NUMA_VM") {
+        return Some(PathBuf::from(path)).filter(|p| p.exists());
+    }
+    let on_path = std::env::var_os("PATH")
         .into_iter()
-        .chain([
-            workspace.join("../shared/numa-vm/numa-vm"),
-            PathBuf::from("/work/shared/numa-vm/numa-vm"),
-        ])
-        .find(|p| p.exists())
+        .flat_map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
+        .map(|dir| dir.join("numa-vm"));
+    let beside = workspace()
+        .parent()
+        .and_then(|parent| std::fs::read_dir(parent).ok())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path().join("numa-vm/numa-vm"));
+    on_path.chain(beside).find(|p| p.is_file())
 }
 
 pub fn workspace() -> PathBuf {

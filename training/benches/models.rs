@@ -1,4 +1,4 @@
-//! Benchmarks of the issue-3 targets, on SIMULATED data, printed as a table of medians over
+//! Benchmarks of the models' speed targets, on SIMULATED data, printed as a table of medians over
 //! several runs (the build machine is shared and noisy; no assertion is made on timings):
 //!
 //! - fitting a 100-tree forest on 1,000 workloads x 12 placements (target: under 2 s);

@@ -4,6 +4,8 @@
 //!
 //! # Layout
 //!
+//! - [`workloads`]: the built-in training workloads (what runs, for `v` threads, and how its
+//!   performance is read) and the operator's own, from a workload file.
 //! - [`collect`]: runs workloads in every important placement of this host and appends
 //!   the measurements to a resumable data file.
 //! - [`calibrate`]: measured memory bandwidth of node sets, written as a machine file.
@@ -13,6 +15,8 @@
 //! - [`simulate`]: simulated training data for a topology and `v`, marked simulated.
 //! - [`report`]: the tables `fit` and `evaluate` print.
 //! - [`plot`]: predicted against actual performance per workload, as SVG.
+//! - [`exit`]: `placed-train`'s exit code for an error, from the table shared by the three
+//!   binaries (`placed_core::exit`).
 
 pub mod calibrate;
 pub mod collect;

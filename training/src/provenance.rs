@@ -1,5 +1,5 @@
 //! Whether this process runs on real hardware or in a virtual machine: training data says
-//! so, because timings in a guest say nothing about the host class (DESIGN.md §4).
+//! so, because timings in a guest say nothing about the host class (docs/design.md, "What runs where").
 
 use std::path::Path;
 use std::process::Command;

@@ -3,7 +3,7 @@
 //! hwloc gives a CPU-less node (HBM, CXL expander, GPU memory) either an empty cpuset or the
 //! cpuset of the object it hangs off: a KNL MCDRAM node carries the same PUs as the DDR node
 //! beside it, a CXL node attached at the package level carries the whole package. Neither may
-//! become a CPU allocation unit (DESIGN.md §3.1), so the rule is: among nodes with identical
+//! become a CPU allocation unit (docs/design.md, "Machine model"), so the rule is: among nodes with identical
 //! PUs, ordinary DRAM is the primary and the rest are attached memory; a node whose PUs
 //! strictly contain another primary's is memory-side too.
 

@@ -1,4 +1,4 @@
-//! The machine model (DESIGN.md §3.1): a host as scheduling concerns.
+//! The machine model (docs/design.md, "Machine model"): a host as scheduling concerns.
 //!
 //! [`Machine::load`] takes a topology source (host, hwloc XML, synthetic string) and an
 //! optional machine file, and produces the sharing tree, the allocation units, the concerns

@@ -1,7 +1,7 @@
 //! Loading a topology through hwloc, from the host, an XML file or a synthetic string, into
 //! plain data that the rest of the machine model works on.
 //!
-//! One code path for the three sources (DESIGN.md §3.1): they differ only in how the hwloc
+//! One code path for the three sources (docs/design.md, "Machine model"): they differ only in how the hwloc
 //! builder is pointed at its input, so every test on the XML corpus exercises the loader the
 //! daemon runs on the host. Nothing past [`load`] sees hwloc types.
 

@@ -1,4 +1,4 @@
-//! Important placements (DESIGN.md §3.2; thesis §2.3, algorithms 1-3 generalised to any
+//! Important placements (docs/design.md, "Important placements"; thesis §2.3, algorithms 1-3 generalised to any
 //! depth of hierarchy).
 //!
 //! For a container of `v` vCPUs: blocks of allocation units that split `v` evenly

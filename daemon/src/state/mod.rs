@@ -1,4 +1,4 @@
-//! What the daemon decided, kept across restarts (DESIGN.md §3.7).
+//! What the daemon decided, kept across restarts (docs/design.md, "The daemon").
 //!
 //! A restarted daemon adopts the containers it finds where this file says they are,
 //! instead of measuring and moving them again; a container caught mid-migration is put back
@@ -117,7 +117,7 @@ impl PredictionRecord {
     }
 }
 
-/// The lifecycle states (DESIGN.md §3.7).
+/// The lifecycle states (docs/design.md, "The daemon").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Lifecycle {

@@ -1,5 +1,5 @@
 //! Finding containers: a name or id becomes the cgroup that holds the container
-//! (DESIGN.md §3.6).
+//! (docs/design.md, "Enactment").
 //!
 //! [`Discovery::resolve`] takes what a user typed (see [`Reference`] for the syntax) and
 //! [`Discovery::list`] walks the cpuset hierarchy. Cgroup paths are recognised by the

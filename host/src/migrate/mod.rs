@@ -1,4 +1,4 @@
-//! Bringing a container's memory to its new NUMA nodes (DESIGN.md §3.6, thesis §2.5.2).
+//! Bringing a container's memory to its new NUMA nodes (docs/design.md, "Enactment"; thesis §2.5.2).
 //!
 //! Three [`Mode`]s:
 //! - `Kernel`: the cpuset write itself migrates (v2 always; v1 with `memory_migrate=1`),

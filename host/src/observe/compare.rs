@@ -155,7 +155,7 @@ mod tests {
     }
 }
 
-/// The calibration the issue asks for: with the noise injector, identical placements are
+/// The protocol's calibration target: with the noise injector, identical placements are
 /// called different in at most 5% of comparisons at 95% confidence, and a real 10%
 /// difference is found in at least 95% with the default protocol.
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! Two kinds of rule. Absolute ones for causes outside the container that no placement
 //! explains: the hypervisor stealing the CPU, other tasks running on the container's PUs
 //! (containers never share an allocation unit, so that is a neighbour out of place), the PUs changing frequency (Kozak,
-//! `000_957fb13c902b0833.txt` §5.1.1: DVFS ramps change the rate by a factor of three), a
+//! Kozak, *Chasing Zero Variability in Software Performance*, §5.1.1: DVFS ramps change the rate by a factor of three), a
 //! counter reset. Relative ones for the container's own scheduling figures (involuntary
 //! switches, migrations, interrupts, run-queue wait): a window is disturbed when a figure is
 //! far above that same measurement's median. Relative because a placement legitimately

@@ -1,4 +1,4 @@
-//! Observation: how fast a container runs in its current placement (DESIGN.md §3.3).
+//! Observation: how fast a container runs in its current placement (docs/design.md, "Observation").
 //!
 //! # What it offers
 //!

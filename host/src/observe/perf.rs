@@ -10,7 +10,7 @@
 //! daemon must offer another source. It never returns zeros as data: a window in which no
 //! counter was ever scheduled is an error, not a rate of zero.
 //!
-//! Task-clock and context switches, the software context the issue lists next to these
+//! Task-clock and context switches, the software context worth recording next to these
 //! counters, are recorded for every source by the noise probe from procfs (`noise`), which
 //! works with and without a PMU, so they are not duplicated here.
 

@@ -3,8 +3,8 @@
 //! median of the rest with a confidence interval.
 //!
 //! The shape follows the seeds: a warm-up discarded before anything is kept (Weisbach et
-//! al., `003_3e59f7af1379a846.txt` §5.1: 13 repetitions, the first three dropped; Kozak,
-//! `000_957fb13c902b0833.txt` §3.10.2 and §5.1.1: branch predictors and DVFS need it),
+//! al., *Hardware Performance Variation*, §5.1: 13 repetitions, the first three dropped; Kozak,
+//! *Chasing Zero Variability*, §3.10.2 and §5.1.1: branch predictors and DVFS need it),
 //! fixed-time sub-windows rather than fixed work (Weisbach §5.1: "a fixed time goal …
 //! keeps the total runtime manageable"; a window of 1 s there), the median rather than the
 //! mean because disturbed windows are orders of magnitude off (Kozak table 3.2), and a
@@ -90,7 +90,7 @@ impl Default for Protocol {
             // load comes and goes over seconds), so more short windows beat fewer long ones,
             // and four 2 s windows often cannot form a 95% interval at all.
             window: Duration::from_millis(500),
-            // 2 s + 16 x 0.5 s = 10 s per placement, the budget the issue sets.
+            // 2 s + 16 x 0.5 s = 10 s per placement, the observation budget per placement.
             windows: 16,
             // Up to 4 s more to replace disturbed windows before giving up or settling.
             extra_windows: 8,

@@ -4,16 +4,16 @@
 //!
 //! Why distribution-free: sub-window rates on a shared host are not normal. They have a
 //! tight core and a tail of disturbed windows; a busy neighbour can slow a window by orders
-//! of magnitude (seed `000_957fb13c902b0833.txt`, Kozak, table 3.2: 2 of 10 trials took 80x
+//! of magnitude (Kozak, *Chasing Zero Variability in Software Performance*, table 3.2: 2 of 10 trials took 80x
 //! longer under `make -j`). A mean and a t-interval follow that tail; ranks do not. The seeds
-//! that report means (`001_c660106ce00f43ac.txt`, "5-level vs 4-level page tables": 30 runs,
+//! that report means (Dawson, JabPerf blog, "5-level vs 4-level page tables": 30 runs,
 //! mean and t-based 95% CI, harmonic mean for throughputs) work on quiesced machines; the
 //! daemon cannot quiesce the host it manages, so it relies on ranks instead.
 //!
 //! The Moses interval is exact for continuous i.i.d. samples that differ by a shift, so two
 //! identical placements are declared different in at most `1 - confidence` of comparisons,
 //! whatever the shape of the noise. Working on logs turns the shift into a ratio, which is
-//! what the models consume (DESIGN.md §3.3).
+//! what the models consume (docs/design.md, "Observation").
 
 /// An estimate with a two-sided interval.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]

@@ -1,5 +1,5 @@
-//! Several NUMA nodes: runs `real.rs` inside numa-vm guests (QEMU, see
-//! `numa-vm/README.md` in the shared folder), where pages really move between nodes, once
+//! Several NUMA nodes: runs `real.rs` inside numa-vm guests (QEMU guests with
+//! virtual NUMA nodes, docs/design.md "What runs where"), where pages really move between nodes, once
 //! with the guest's cgroup v2 and once with a cgroup v1 cpuset hierarchy.
 //!
 //! Skips with the reason when numa-vm or QEMU is not installed. Set `PLACED_NUMA_VM` to the

@@ -3,9 +3,9 @@
 //! migrations, CPU time and run-queue wait, and whether the PUs' frequency changed.
 //!
 //! These are the variability sources the seeds single out: interrupts and the timer tick
-//! (`002_30e51fc2d13dea12.txt`, Tsafrir: 0.5-1.5% of CPU at 1000 Hz, most of it indirect;
-//! `001_c660106ce00f43ac.txt`, "System Interrupts: How to Hunt Them Down"), preemption by
-//! other tasks and frequency scaling (`000_957fb13c902b0833.txt`, Kozak §2.1 and §5.1.1:
+//! (Tsafrir, *The Context-Switch Overhead Inflicted by Hardware Interrupts*: 0.5-1.5% of CPU at 1000 Hz, most of it indirect;
+//! Dawson, JabPerf blog, "System Interrupts: How to Hunt Them Down"), preemption by
+//! other tasks and frequency scaling (Kozak, *Chasing Zero Variability*, §2.1 and §5.1.1:
 //! DVFS ramps look like a slow warm-up), and, on a VM, the hypervisor taking the CPU away
 //! (steal). A [`NoiseProbe`] takes cumulative [`Snapshot`]s at window boundaries;
 //! [`Noise::between`] turns two of them into per-second figures.
