@@ -139,159 +139,178 @@ pub struct Situation<'a> {
 /// The target a policy chooses, or `None` for [`Policy::Observe`].
 pub fn decide(policy: &Policy, s: &Situation<'_>) -> Result<Option<Target>, PolicyError> {
     policy.validate()?;
-    let m = s.machine;
-    let v = s.placements.vcpus;
-    let no_room = |what: String| PolicyError::NoRoom {
-        what,
-        free: s.available.len(),
-        total: m.units.len(),
-    };
-    let whole_machine = |reason: String, units: Vec<usize>| Target {
-        placement: None,
-        units,
-        cpus: m.pus.usable.clone(),
-        mems: m
-            .units
-            .iter()
-            .fold(NodeSet::new(), |acc, u| acc.union(&u.mems)),
-        predicted: None,
-        reason,
-    };
-    let predicted_of = |id: &str| {
-        s.predictions
-            .and_then(|ps| ps.iter().find(|p| p.placement == id).map(|p| p.relative))
-    };
-    let place = |p: &Placement, reason: String| -> Result<Option<Target>, PolicyError> {
-        Ok(instantiate(m, v, p, s.available)?.map(|inst| Target {
-            placement: Some(inst.id.clone()),
-            predicted: predicted_of(&inst.id),
-            units: inst.units,
-            cpus: inst.cpus,
-            mems: inst.mems,
-            reason,
-        }))
-    };
+    let d = Decision { s, m: s.machine };
     match policy {
         Policy::Observe => Ok(None),
-        Policy::Aggressive => {
-            // Sharing is among aggressive containers only: the units other containers hold
-            // stay theirs alone, so an aggressive container gets what nobody holds.
-            if s.available.is_empty() {
-                return Err(no_room("any unit (aggressive)".into()));
-            }
-            let (cpus, mems) = s
-                .available
-                .iter()
-                .fold((CpuSet::new(), NodeSet::new()), |(c, n), &u| {
-                    (c.union(&m.units[u].cpus), n.union(&m.units[u].mems))
-                });
-            let everything = s.available.len() == m.units.len();
-            Ok(Some(Target {
-                placement: None,
-                units: Vec::new(),
-                cpus: cpus.intersection(&m.pus.usable),
-                mems,
-                predicted: None,
-                reason: if everything {
-                    "aggressive: unpinned, nothing reserved, the scheduler decides".into()
-                } else {
-                    format!(
-                        "aggressive: unpinned over the {} of {} units no other container holds, nothing reserved",
-                        s.available.len(),
-                        m.units.len()
-                    )
-                },
-            }))
+        Policy::Aggressive => d.aggressive().map(Some),
+        Policy::Conservative => d.conservative().map(Some),
+        Policy::Pinned { placement } => d.pinned(placement).map(Some),
+        Policy::SmartAggressive => d.smart_aggressive().map(Some),
+        Policy::Model { goal } => d.model(*goal).map(Some),
+    }
+}
+
+/// One decision's situation, with what every policy needs to turn a placement into a target.
+struct Decision<'s, 'a> {
+    s: &'s Situation<'a>,
+    m: &'a Machine,
+}
+
+impl Decision<'_, '_> {
+    fn no_room(&self, what: String) -> PolicyError {
+        PolicyError::NoRoom {
+            what,
+            free: self.s.available.len(),
+            total: self.m.units.len(),
         }
-        Policy::Conservative => {
-            let all: Vec<usize> = (0..m.units.len()).collect();
-            if all.iter().all(|u| s.available.contains(u)) {
-                Ok(Some(whole_machine(
-                    "conservative: the whole machine, reserved".into(),
-                    all,
-                )))
-            } else {
-                Err(no_room("the whole machine (conservative)".into()))
-            }
+    }
+
+    fn predicted_of(&self, id: &str) -> Option<f64> {
+        self.s
+            .predictions
+            .and_then(|ps| ps.iter().find(|p| p.placement == id).map(|p| p.relative))
+    }
+
+    /// The placement on available units, or `None` when it does not fit there.
+    fn place(&self, p: &Placement, reason: String) -> Result<Option<Target>, PolicyError> {
+        let v = self.s.placements.vcpus;
+        Ok(
+            instantiate(self.m, v, p, self.s.available)?.map(|inst| Target {
+                placement: Some(inst.id.clone()),
+                predicted: self.predicted_of(&inst.id),
+                units: inst.units,
+                cpus: inst.cpus,
+                mems: inst.mems,
+                reason,
+            }),
+        )
+    }
+
+    fn aggressive(&self) -> Result<Target, PolicyError> {
+        let (s, m) = (self.s, self.m);
+        // Sharing is among aggressive containers only: the units other containers hold
+        // stay theirs alone, so an aggressive container gets what nobody holds.
+        if s.available.is_empty() {
+            return Err(self.no_room("any unit (aggressive)".into()));
         }
-        Policy::Pinned { placement } => {
-            let p = s
-                .placements
-                .get(placement)
-                .ok_or_else(|| PolicyError::UnknownPlacement {
-                    id: placement.clone(),
-                    v,
-                })?;
-            place(p, format!("pinned to {placement}"))?
-                .map(Some)
-                .ok_or_else(|| no_room(format!("placement {placement}")))
-        }
-        Policy::SmartAggressive => {
-            // Fewest units first; among those, the best filterable scores (interconnect).
-            let mut order: Vec<&Placement> = s.placements.placements.iter().collect();
-            order.sort_by_key(|p| (p.units.len(), std::cmp::Reverse(filterable_sum(m, p))));
-            let min_units = order.first().map_or(0, |p| p.units.len());
-            for p in order.iter().filter(|p| p.units.len() == min_units) {
-                if let Some(mut t) = place(
-                    p,
-                    format!(
-                        "smart-aggressive: the fewest units ({min_units}) with the best interconnect"
-                    ),
-                )? {
-                    // Pinned to the units, unpinned within them.
-                    t.cpus = t
-                        .units
-                        .iter()
-                        .fold(CpuSet::new(), |acc, &u| acc.union(&m.units[u].cpus));
-                    return Ok(Some(t));
-                }
-            }
-            Err(no_room(format!("{min_units} units (smart-aggressive)")))
-        }
-        Policy::Model { goal } => {
-            let preds = s.predictions.ok_or(PolicyError::NoPrediction)?;
-            let mut candidates: Vec<(&Placement, f64)> = s
-                .placements
-                .placements
-                .iter()
-                .filter_map(|p| predicted_of(&p.id).map(|r| (p, r)))
-                .collect();
-            if candidates.is_empty() || preds.is_empty() {
-                return Err(PolicyError::NoPrediction);
-            }
-            // Fewest units meeting the goal, then the highest prediction.
-            candidates.sort_by(|a, b| {
-                a.0.units
-                    .len()
-                    .cmp(&b.0.units.len())
-                    .then(b.1.total_cmp(&a.1))
+        let (cpus, mems) = s
+            .available
+            .iter()
+            .fold((CpuSet::new(), NodeSet::new()), |(c, n), &u| {
+                (c.union(&m.units[u].cpus), n.union(&m.units[u].mems))
             });
-            for (p, r) in candidates.iter().filter(|(_, r)| *r >= *goal) {
-                if let Some(t) = place(
-                    p,
-                    format!(
-                        "model: fewest units ({}) predicted at {:.2} x baseline, goal {goal}",
-                        p.units.len(),
-                        r
-                    ),
-                )? {
-                    return Ok(Some(t));
-                }
-            }
-            // Nothing meets the goal where there is room: the best prediction that fits.
-            candidates.sort_by(|a, b| b.1.total_cmp(&a.1));
-            for (p, r) in &candidates {
-                if let Some(t) = place(
-                    p,
-                    format!(
-                        "model: no free placement keeps {goal} x baseline; best predicted is {r:.2}"
-                    ),
-                )? {
-                    return Ok(Some(t));
-                }
-            }
-            Err(no_room("any predicted placement".into()))
+        let everything = s.available.len() == m.units.len();
+        Ok(Target {
+            placement: None,
+            units: Vec::new(),
+            cpus: cpus.intersection(&m.pus.usable),
+            mems,
+            predicted: None,
+            reason: if everything {
+                "aggressive: unpinned, nothing reserved, the scheduler decides".into()
+            } else {
+                format!(
+                    "aggressive: unpinned over the {} of {} units no other container holds, nothing reserved",
+                    s.available.len(),
+                    m.units.len()
+                )
+            },
+        })
+    }
+
+    fn conservative(&self) -> Result<Target, PolicyError> {
+        let m = self.m;
+        let all: Vec<usize> = (0..m.units.len()).collect();
+        if !all.iter().all(|u| self.s.available.contains(u)) {
+            return Err(self.no_room("the whole machine (conservative)".into()));
         }
+        Ok(Target {
+            placement: None,
+            units: all,
+            cpus: m.pus.usable.clone(),
+            mems: m
+                .units
+                .iter()
+                .fold(NodeSet::new(), |acc, u| acc.union(&u.mems)),
+            predicted: None,
+            reason: "conservative: the whole machine, reserved".into(),
+        })
+    }
+
+    fn pinned(&self, placement: &str) -> Result<Target, PolicyError> {
+        let p = self
+            .s
+            .placements
+            .get(placement)
+            .ok_or_else(|| PolicyError::UnknownPlacement {
+                id: placement.to_owned(),
+                v: self.s.placements.vcpus,
+            })?;
+        self.place(p, format!("pinned to {placement}"))?
+            .ok_or_else(|| self.no_room(format!("placement {placement}")))
+    }
+
+    fn smart_aggressive(&self) -> Result<Target, PolicyError> {
+        let m = self.m;
+        // Fewest units first; among those, the best filterable scores (interconnect).
+        let mut order: Vec<&Placement> = self.s.placements.placements.iter().collect();
+        order.sort_by_key(|p| (p.units.len(), std::cmp::Reverse(filterable_sum(m, p))));
+        let min_units = order.first().map_or(0, |p| p.units.len());
+        for p in order.iter().filter(|p| p.units.len() == min_units) {
+            let reason = format!(
+                "smart-aggressive: the fewest units ({min_units}) with the best interconnect"
+            );
+            if let Some(mut t) = self.place(p, reason)? {
+                // Pinned to the units, unpinned within them.
+                t.cpus = t
+                    .units
+                    .iter()
+                    .fold(CpuSet::new(), |acc, &u| acc.union(&m.units[u].cpus));
+                return Ok(t);
+            }
+        }
+        Err(self.no_room(format!("{min_units} units (smart-aggressive)")))
+    }
+
+    fn model(&self, goal: f64) -> Result<Target, PolicyError> {
+        let preds = self.s.predictions.ok_or(PolicyError::NoPrediction)?;
+        let mut candidates: Vec<(&Placement, f64)> = self
+            .s
+            .placements
+            .placements
+            .iter()
+            .filter_map(|p| self.predicted_of(&p.id).map(|r| (p, r)))
+            .collect();
+        if candidates.is_empty() || preds.is_empty() {
+            return Err(PolicyError::NoPrediction);
+        }
+        // Fewest units meeting the goal, then the highest prediction.
+        candidates.sort_by(|a, b| {
+            a.0.units
+                .len()
+                .cmp(&b.0.units.len())
+                .then(b.1.total_cmp(&a.1))
+        });
+        for (p, r) in candidates.iter().filter(|(_, r)| *r >= goal) {
+            let reason = format!(
+                "model: fewest units ({}) predicted at {r:.2} x baseline, goal {goal}",
+                p.units.len()
+            );
+            if let Some(t) = self.place(p, reason)? {
+                return Ok(t);
+            }
+        }
+        // Nothing meets the goal where there is room: the best prediction that fits.
+        candidates.sort_by(|a, b| b.1.total_cmp(&a.1));
+        for (p, r) in &candidates {
+            let reason = format!(
+                "model: no free placement keeps {goal} x baseline; best predicted is {r:.2}"
+            );
+            if let Some(t) = self.place(p, reason)? {
+                return Ok(t);
+            }
+        }
+        Err(self.no_room("any predicted placement".into()))
     }
 }
 

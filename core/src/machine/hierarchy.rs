@@ -109,8 +109,40 @@ pub fn build(
     custom: Vec<PartitionInput>,
     unit: Option<&str>,
 ) -> Result<Hierarchy, HierarchyError> {
-    let usable = numa.iter().fold(CpuSet::new(), |acc, s| acc.union(s));
     let mut notes = Vec::new();
+    let partitions = partitions(raw, numa, custom)?;
+    let (chain, numa_level) = nest(partitions, &mut notes)?;
+    let levels = levels_of(chain);
+    let unit_level = match unit {
+        None => numa_level,
+        Some(u) => levels
+            .iter()
+            .position(|l| l.name == u || l.merged.iter().any(|m| m.eq_ignore_ascii_case(u)))
+            .ok_or_else(|| HierarchyError::UnknownUnit {
+                name: u.to_owned(),
+                levels: levels
+                    .iter()
+                    .map(|l| l.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })?,
+    };
+    Ok(Hierarchy {
+        levels,
+        unit_level,
+        numa_level,
+        notes,
+    })
+}
+
+/// The distinct partitions of the usable PUs, the NUMA nodes first: hwloc levels and custom
+/// ones that split the PUs the same way become one partition with several names.
+fn partitions(
+    raw: &[RawLevel],
+    numa: &[CpuSet],
+    custom: Vec<PartitionInput>,
+) -> Result<Vec<Partition>, HierarchyError> {
+    let usable = numa.iter().fold(CpuSet::new(), |acc, s| acc.union(s));
     let mut partitions: Vec<Partition> = vec![Partition {
         names: vec!["NUMA".into()],
         kinds: vec![LevelKind::Numa],
@@ -142,16 +174,12 @@ pub fn build(
                 });
             }
         }
-        let mut sorted_existing = None;
-        for (i, p) in partitions.iter().enumerate() {
+        let existing = partitions.iter().position(|p| {
             let mut a = p.sets.clone();
             a.sort();
-            if a == sets {
-                sorted_existing = Some(i);
-                break;
-            }
-        }
-        match sorted_existing {
+            a == sets
+        });
+        match existing {
             Some(i) => {
                 let p = &mut partitions[i];
                 p.names.push(input.name);
@@ -168,8 +196,17 @@ pub fn build(
             }),
         }
     }
+    Ok(partitions)
+}
 
-    // Split around the NUMA level (partitions[0]) and drop levels that never vary.
+/// Orders the partitions (the NUMA one first) into one chain from the coarsest to the
+/// finest, each refining the one above it, and says where NUMA is in it. Levels that never
+/// vary or do not nest are dropped with a note; a custom one that does not nest is an
+/// error.
+fn nest(
+    mut partitions: Vec<Partition>,
+    notes: &mut Vec<String>,
+) -> Result<(Vec<Partition>, usize), HierarchyError> {
     let numa_sets = partitions[0].sets.clone();
     let mut coarser = Vec::new();
     let mut finer = Vec::new();
@@ -227,13 +264,17 @@ pub fn build(
         }
     }
     let numa_level = up.len();
-    let chain: Vec<Partition> = up
+    let chain = up
         .into_iter()
         .rev()
         .chain(std::iter::once(numa))
         .chain(down)
         .collect();
+    Ok((chain, numa_level))
+}
 
+/// The levels of a nested chain, each instance linked to its parent and its children.
+fn levels_of(chain: Vec<Partition>) -> Vec<Level> {
     let mut levels: Vec<Level> = Vec::with_capacity(chain.len());
     for p in chain {
         let kind = primary_kind(&p.kinds);
@@ -242,42 +283,7 @@ pub fn build(
         } else {
             short_name(kind).to_owned()
         };
-        let instances: Vec<Instance> = match levels.last() {
-            None => p
-                .sets
-                .into_iter()
-                .map(|cpus| Instance {
-                    cpus,
-                    parent: 0,
-                    children: Vec::new(),
-                })
-                .collect(),
-            Some(parent_level) => {
-                let mut sets = p.sets;
-                // Children in the order of their parents, then of their first PU, so that
-                // logical order follows hwloc's.
-                sets.sort_by_key(|s| {
-                    (
-                        parent_level
-                            .instances
-                            .iter()
-                            .position(|par| s.is_subset(&par.cpus)),
-                        s.first(),
-                    )
-                });
-                sets.into_iter()
-                    .map(|cpus| Instance {
-                        parent: parent_level
-                            .instances
-                            .iter()
-                            .position(|par| cpus.is_subset(&par.cpus))
-                            .unwrap_or(0),
-                        cpus,
-                        children: Vec::new(),
-                    })
-                    .collect()
-            }
-        };
+        let instances = children_of(levels.last(), p.sets);
         if let Some(parent_level) = levels.last_mut() {
             for (ci, c) in instances.iter().enumerate() {
                 if let Some(par) = parent_level.instances.get_mut(c.parent) {
@@ -294,27 +300,36 @@ pub fn build(
         });
     }
     dedupe_names(&mut levels);
+    levels
+}
 
-    let unit_level = match unit {
-        None => numa_level,
-        Some(u) => levels
-            .iter()
-            .position(|l| l.name == u || l.merged.iter().any(|m| m.eq_ignore_ascii_case(u)))
-            .ok_or_else(|| HierarchyError::UnknownUnit {
-                name: u.to_owned(),
-                levels: levels
-                    .iter()
-                    .map(|l| l.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            })?,
+/// A level's instances under their parents: in the order of their parents, then of their
+/// first PU, so that logical order follows hwloc's.
+fn children_of(parent_level: Option<&Level>, mut sets: Vec<CpuSet>) -> Vec<Instance> {
+    let Some(parent_level) = parent_level else {
+        return sets
+            .into_iter()
+            .map(|cpus| Instance {
+                cpus,
+                parent: 0,
+                children: Vec::new(),
+            })
+            .collect();
     };
-    Ok(Hierarchy {
-        levels,
-        unit_level,
-        numa_level,
-        notes,
-    })
+    let parent_of = |s: &CpuSet| {
+        parent_level
+            .instances
+            .iter()
+            .position(|par| s.is_subset(&par.cpus))
+    };
+    sets.sort_by_key(|s| (parent_of(s), s.first()));
+    sets.into_iter()
+        .map(|cpus| Instance {
+            parent: parent_of(&cpus).unwrap_or(0),
+            cpus,
+            children: Vec::new(),
+        })
+        .collect()
 }
 
 impl Hierarchy {

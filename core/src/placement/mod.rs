@@ -15,6 +15,7 @@ mod search;
 mod shape;
 
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use crate::cpuset::{CpuSet, NodeSet};
 use crate::machine::{InterconnectError, Machine, Scope};
@@ -24,9 +25,9 @@ pub use id::format_score;
 pub use instantiate::instantiate;
 pub use search::Limits;
 
-use blocks::{Evaluator, units_of};
+use blocks::{Block, Evaluator, units_of};
 use search::Packings;
-use shape::Shape;
+use shape::{Shape, Signature};
 
 /// One important placement.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -106,6 +107,35 @@ pub fn important_placements_with(
     v: usize,
     limits: &Limits,
 ) -> Result<PlacementSet, PlacementError> {
+    check_size(m, v)?;
+    let mut ev = Evaluator::new(Shape::new(m), v);
+    let (search, frontier) = search_packings(m, &mut ev, limits)?;
+    let (packings, covers) = frontier.finish();
+    if packings.is_empty() {
+        return Err(PlacementError::Unbalanced {
+            v,
+            why: unbalanced_reason(m, v),
+        });
+    }
+    let important = important_signatures(m, &mut ev, &packings);
+    let canonical = canonical_units(m, &mut ev, &important);
+    let mut placements = realise(m, &ev, v, important, canonical);
+    placements.sort_by_key(|p| sort_key(m, p));
+    Ok(PlacementSet {
+        vcpus: v,
+        fingerprint: m.fingerprint().to_owned(),
+        concerns: m.concerns.iter().map(|c| c.name.clone()).collect(),
+        placements,
+        search,
+        packings: packings
+            .iter()
+            .map(|p| p.iter().map(|b| units_of(b.mask)).collect())
+            .collect(),
+        covers,
+    })
+}
+
+fn check_size(m: &Machine, v: usize) -> Result<(), PlacementError> {
     if v == 0 {
         return Err(PlacementError::ZeroVcpus);
     }
@@ -118,80 +148,92 @@ pub fn important_placements_with(
             units: m.units.len(),
         });
     }
-    let mut ev = Evaluator::new(Shape::new(m), v);
+    Ok(())
+}
+
+/// The Pareto-efficient packings: exact where the machine is small enough and the search
+/// stays within its budget, else the bounded search, which says why.
+fn search_packings(
+    m: &Machine,
+    ev: &mut Evaluator,
+    limits: &Limits,
+) -> Result<(Search, Packings), PlacementError> {
     let mut frontier = Packings::default();
     let exact = if m.units.len() <= limits.max_exact_units {
-        search::exact(&mut ev, limits, &mut frontier)?
+        search::exact(ev, limits, &mut frontier)?
     } else {
         None
     };
-    let search = match exact {
-        Some(steps) => Search::Exact { steps },
-        None => {
-            let why = if m.units.len() > limits.max_exact_units {
-                format!(
-                    "{} units exceed the exact search's limit of {}",
-                    m.units.len(),
-                    limits.max_exact_units
-                )
-            } else {
-                format!(
-                    "the exact search ran past its budget of {} steps",
-                    limits.exact_budget
-                )
-            };
-            frontier = Packings::default();
-            let beam = search::bounded(&mut ev, limits, &mut frontier)?;
-            Search::Bounded {
-                bound: format!("bounded: {why}; {beam}"),
-            }
-        }
-    };
-    let (packings, covers) = frontier.finish();
-    if packings.is_empty() {
-        return Err(PlacementError::Unbalanced {
-            v,
-            why: unbalanced_reason(m, v),
-        });
+    if let Some(steps) = exact {
+        return Ok((Search::Exact { steps }, frontier));
     }
+    let why = if m.units.len() > limits.max_exact_units {
+        format!(
+            "{} units exceed the exact search's limit of {}",
+            m.units.len(),
+            limits.max_exact_units
+        )
+    } else {
+        format!(
+            "the exact search ran past its budget of {} steps",
+            limits.exact_budget
+        )
+    };
+    let mut frontier = Packings::default();
+    let beam = search::bounded(ev, limits, &mut frontier)?;
+    let search = Search::Bounded {
+        bound: format!("bounded: {why}; {beam}"),
+    };
+    Ok((search, frontier))
+}
 
-    // Expand every block of every efficient packing by the signatures that fit it.
+/// The score vector of a block filled with one signature: node-level scores from the
+/// block, the concerns below the unit from the signature.
+fn scores_of(m: &Machine, block: &Block, sig: &[usize]) -> Vec<i64> {
     let u = m.hierarchy.unit_level;
-    let scores_of = |node_scores: &[Option<i64>], sig: &[usize], n: usize| -> Vec<i64> {
-        let inner = Shape::inner_scores(n, sig);
-        m.concerns
-            .iter()
-            .zip(node_scores)
-            .map(|(c, node)| match (&c.scope, node) {
-                (Scope::Below { level }, _) => crate::machine::milli(inner[level - u - 1] as f64),
-                (_, Some(score)) => *score,
-                (_, None) => 0,
-            })
-            .collect()
-    };
-    let mut important: BTreeMap<Vec<i64>, Vec<usize>> = BTreeMap::new();
-    for packing in &packings {
-        for block in packing {
-            let sigs = ev.signatures(block.n).to_vec();
-            for &s in &block.sigs {
-                important.insert(
-                    scores_of(&block.node_scores, &sigs[s], block.n),
-                    sigs[s].clone(),
-                );
-            }
+    let inner = Shape::inner_scores(block.n, sig);
+    m.concerns
+        .iter()
+        .zip(&block.node_scores)
+        .map(|(c, node)| match (&c.scope, node) {
+            (Scope::Below { level }, _) => crate::machine::milli(inner[level - u - 1] as f64),
+            (_, Some(score)) => *score,
+            (_, None) => 0,
+        })
+        .collect()
+}
+
+/// Every block of every efficient packing expanded by the signatures that fit it, keyed by
+/// score vector, without those dominated below the unit.
+fn important_signatures(
+    m: &Machine,
+    ev: &mut Evaluator,
+    packings: &[Vec<Rc<Block>>],
+) -> BTreeMap<Vec<i64>, Signature> {
+    let mut important = BTreeMap::new();
+    for block in packings.iter().flatten() {
+        let sigs = ev.signatures(block.n).to_vec();
+        for &s in &block.sigs {
+            important.insert(scores_of(m, block, &sigs[s]), sigs[s].clone());
         }
     }
-    let important = drop_dominated_inner(m, important);
+    drop_dominated_inner(m, important)
+}
 
-    // Placements with equal scores are interchangeable (thesis §2.2.2): show each on the
-    // lowest-numbered units that realise it, among every block the search evaluated.
+/// Placements with equal scores are interchangeable (thesis §2.2.2): each is shown on the
+/// lowest-numbered units that realise it, among every block the search evaluated.
+fn canonical_units(
+    m: &Machine,
+    ev: &mut Evaluator,
+    important: &BTreeMap<Vec<i64>, Signature>,
+) -> BTreeMap<Vec<i64>, Vec<usize>> {
     let mut canonical: BTreeMap<Vec<i64>, Vec<usize>> = BTreeMap::new();
     let evaluated: Vec<_> = ev.evaluated().cloned().collect();
     for block in evaluated {
         let sigs = ev.signatures(block.n).to_vec();
         let units = units_of(block.mask);
         for &s in &block.sigs {
-            let scores = scores_of(&block.node_scores, &sigs[s], block.n);
+            let scores = scores_of(m, &block, &sigs[s]);
             if important.contains_key(&scores)
                 && canonical.get(&scores).is_none_or(|old| units < *old)
             {
@@ -199,7 +241,17 @@ pub fn important_placements_with(
             }
         }
     }
+    canonical
+}
 
+/// Concrete PU and memory-node sets for each important score vector.
+fn realise(
+    m: &Machine,
+    ev: &Evaluator,
+    v: usize,
+    important: BTreeMap<Vec<i64>, Signature>,
+    mut canonical: BTreeMap<Vec<i64>, Vec<usize>>,
+) -> Vec<Placement> {
     let mut placements = Vec::new();
     for (scores, sig) in important {
         let Some(units) = canonical.remove(&scores) else {
@@ -224,19 +276,7 @@ pub fn important_placements_with(
             mems,
         });
     }
-    placements.sort_by_key(|p| sort_key(m, p));
-    Ok(PlacementSet {
-        vcpus: v,
-        fingerprint: m.fingerprint().to_owned(),
-        concerns: m.concerns.iter().map(|c| c.name.clone()).collect(),
-        placements,
-        search,
-        packings: packings
-            .iter()
-            .map(|p| p.iter().map(|b| units_of(b.mask)).collect())
-            .collect(),
-        covers,
-    })
+    placements
 }
 
 /// Fewer units first, then each concern in order, larger first where larger is always better.
