@@ -10,6 +10,7 @@
 //!   algorithms 1-3, generalised to any depth and bounded on large machines).
 //! - [`policy`]: placement policies (model, conservative, aggressive, smart-aggressive,
 //!   pinned, observe) and whether a move pays for its migration.
+//! - [`lifecycle`]: the states of a managed container's lifecycle, named once.
 //! - [`fault`]: who has to act on an error (caller, operator, nobody), from which the
 //!   daemon derives gRPC codes and the binaries their exit codes.
 //! - [`exit`]: the exit-code table shared by `placed`, `placectl` and `placed-train`.
@@ -21,6 +22,7 @@
 pub mod cpuset;
 pub mod exit;
 pub mod fault;
+pub mod lifecycle;
 pub mod machine;
 pub mod placement;
 pub mod policy;

@@ -13,6 +13,7 @@ use placed_core::machine::{Machine, TopologySource};
 use placed_core::placement;
 use placed_core::policy::Policy;
 use placed_host::enact::Host;
+use placed_host::migrate::ModeKind;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -152,9 +153,9 @@ enum Command {
         placement: Option<String>,
         #[command(flatten)]
         policy: PolicyArgs,
-        /// How memory follows: kernel, fast or throttled (default: the daemon's config).
-        #[arg(long, value_name = "MODE")]
-        migrate: Option<String>,
+        /// How memory follows (default: the daemon's config).
+        #[arg(long, value_name = "MODE", value_enum)]
+        migrate: Option<ModeKind>,
     },
     /// Stream lifecycle events until interrupted.
     Watch {
@@ -375,16 +376,11 @@ async fn remote(
             policy,
             migrate,
         } => {
-            let migration = match migrate.as_deref() {
+            let migration = match migrate {
                 None => pb::MigrationMode::Unspecified,
-                Some("kernel") => pb::MigrationMode::Kernel,
-                Some("fast") => pb::MigrationMode::Fast,
-                Some("throttled") => pb::MigrationMode::Throttled,
-                Some(other) => {
-                    return Err(
-                        format!("--migrate {other}: expected kernel, fast or throttled").into(),
-                    );
-                }
+                Some(ModeKind::Kernel) => pb::MigrationMode::Kernel,
+                Some(ModeKind::Fast) => pb::MigrationMode::Fast,
+                Some(ModeKind::Throttled) => pb::MigrationMode::Throttled,
             };
             let r = c
                 .place(pb::PlaceRequest {

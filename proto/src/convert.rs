@@ -3,6 +3,7 @@
 
 use crate::v1 as pb;
 
+use placed_core::lifecycle::Lifecycle;
 use placed_core::machine::{InterconnectSource, Machine, Scope};
 use placed_core::placement::PlacementSet;
 use placed_core::policy::Policy;
@@ -96,6 +97,28 @@ pub fn placements_page(
         next_page_token,
         total_size: u32::try_from(set.placements.len()).unwrap_or(u32::MAX),
     }
+}
+
+/// A lifecycle state as placed.v1 carries it.
+pub fn state_to_pb(s: Lifecycle) -> pb::ContainerState {
+    match s {
+        Lifecycle::Discovered => pb::ContainerState::Discovered,
+        Lifecycle::Baseline => pb::ContainerState::Baseline,
+        Lifecycle::Probe => pb::ContainerState::Probe,
+        Lifecycle::Predicted => pb::ContainerState::Predicted,
+        Lifecycle::Placed => pb::ContainerState::Placed,
+        Lifecycle::Watched => pb::ContainerState::Watched,
+        Lifecycle::Waiting => pb::ContainerState::Waiting,
+        Lifecycle::Migrating => pb::ContainerState::Migrating,
+        Lifecycle::Failed => pb::ContainerState::Failed,
+    }
+}
+
+/// The lifecycle state of a message's `state` field; `None` for UNSPECIFIED and for values
+/// a newer daemon may send.
+pub fn state_from_pb(s: i32) -> Option<Lifecycle> {
+    let s = pb::ContainerState::try_from(s).ok()?;
+    Lifecycle::ALL.into_iter().find(|l| state_to_pb(*l) == s)
 }
 
 /// A policy as placed.v1 carries it.

@@ -38,6 +38,35 @@ struct Series<'a> {
 
 /// One workload run's figure.
 pub fn workload_svg(e: &Evaluation, row: usize) -> String {
+    let series = series_of(e, row);
+    let frame = Frame::new(&series, e.placements.len());
+    let mut svg = String::new();
+    let _ = writeln!(
+        svg,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let r = &e.rows[row];
+    let simulated = if e.provenance == Provenance::Simulated {
+        " (SIMULATED)"
+    } else {
+        ""
+    };
+    let _ = writeln!(
+        svg,
+        r#"<text x="{LEFT}" y="22" font-size="14">{}{simulated}</text>"#,
+        escape(&format!("{} ({})", r.workload, r.family))
+    );
+    axes(&mut svg, &frame, e);
+    for (i, s) in series.iter().enumerate() {
+        line(&mut svg, &frame, s, i);
+    }
+    svg.push_str("</svg>\n");
+    svg
+}
+
+/// The actual values and one line per predictor.
+fn series_of(e: &Evaluation, row: usize) -> Vec<Series<'_>> {
     let mut series = vec![
         Series {
             name: "Actual",
@@ -66,56 +95,65 @@ pub fn workload_svg(e: &Evaluation, row: usize) -> String {
             values: c.values.row(row),
         });
     }
-    let n = e.placements.len();
-    let top_value = series
-        .iter()
-        .flat_map(|s| s.values.iter().copied())
-        .filter(|v| v.is_finite())
-        .fold(1.0_f64, f64::max);
-    // Ticks every 0.2 as in the thesis's figures, coarser when the range is large.
-    let step = if top_value <= 2.0 {
-        0.2
-    } else if top_value <= 5.0 {
-        0.5
-    } else {
-        1.0
-    };
-    let y_max = (top_value * 1.05 / step).ceil() * step;
-    let plot_w = WIDTH - LEFT - RIGHT;
-    let plot_h = HEIGHT - TOP - BOTTOM;
-    let x = |p: usize| LEFT + plot_w * (p as f64 + 0.5) / n as f64;
-    let y = |v: f64| TOP + plot_h * (1.0 - v / y_max);
+    series
+}
 
-    let r = &e.rows[row];
-    let simulated = if e.provenance == Provenance::Simulated {
-        " (SIMULATED)"
-    } else {
-        ""
-    };
-    let mut svg = String::new();
-    let _ = writeln!(
-        svg,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ = writeln!(
-        svg,
-        r#"<text x="{LEFT}" y="22" font-size="14">{}{simulated}</text>"#,
-        escape(&format!("{} ({})", r.workload, r.family))
-    );
+/// The plot area and its scales.
+struct Frame {
+    placements: usize,
+    y_max: f64,
+    step: f64,
+    w: f64,
+    h: f64,
+}
+
+impl Frame {
+    fn new(series: &[Series<'_>], placements: usize) -> Self {
+        let top_value = series
+            .iter()
+            .flat_map(|s| s.values.iter().copied())
+            .filter(|v| v.is_finite())
+            .fold(1.0_f64, f64::max);
+        // Ticks every 0.2 as in the thesis's figures, coarser when the range is large.
+        let step = if top_value <= 2.0 {
+            0.2
+        } else if top_value <= 5.0 {
+            0.5
+        } else {
+            1.0
+        };
+        Self {
+            placements,
+            y_max: (top_value * 1.05 / step).ceil() * step,
+            step,
+            w: WIDTH - LEFT - RIGHT,
+            h: HEIGHT - TOP - BOTTOM,
+        }
+    }
+
+    fn x(&self, p: usize) -> f64 {
+        LEFT + self.w * (p as f64 + 0.5) / self.placements as f64
+    }
+
+    fn y(&self, v: f64) -> f64 {
+        TOP + self.h * (1.0 - v / self.y_max)
+    }
+}
+
+/// Grid lines, placement ticks (hovering shows the placement id), the box and the labels.
+fn axes(svg: &mut String, f: &Frame, e: &Evaluation) {
     let mut tick = 0.0;
-    while tick <= y_max + 1e-9 {
+    while tick <= f.y_max + 1e-9 {
         let _ = writeln!(
             svg,
             r##"<line x1="{LEFT}" y1="{0:.1}" x2="{1:.1}" y2="{0:.1}" stroke="#dddddd"/><text x="{2}" y="{3:.1}" text-anchor="end">{tick:.1}</text>"##,
-            y(tick),
-            LEFT + plot_w,
+            f.y(tick),
+            LEFT + f.w,
             LEFT - 6.0,
-            y(tick) + 4.0
+            f.y(tick) + 4.0
         );
-        tick += step;
+        tick += f.step;
     }
-    // Placement ticks; hovering shows the placement id.
     for (p, id) in e.placements.iter().enumerate() {
         let role = if p == e.baseline {
             " (baseline)"
@@ -127,19 +165,20 @@ pub fn workload_svg(e: &Evaluation, row: usize) -> String {
         let _ = writeln!(
             svg,
             r#"<text x="{:.1}" y="{:.1}" text-anchor="middle"><title>{}{role}</title>{p}</text>"#,
-            x(p),
-            TOP + plot_h + 16.0,
+            f.x(p),
+            TOP + f.h + 16.0,
             escape(id)
         );
     }
     let _ = writeln!(
         svg,
-        r##"<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#000000"/>"##
+        r##"<rect x="{LEFT}" y="{TOP}" width="{}" height="{}" fill="none" stroke="#000000"/>"##,
+        f.w, f.h
     );
     let _ = writeln!(
         svg,
         r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">Placement (baseline {}, probe {})</text>"#,
-        LEFT + plot_w / 2.0,
+        LEFT + f.w / 2.0,
         HEIGHT - 12.0,
         e.baseline,
         e.probe
@@ -147,48 +186,48 @@ pub fn workload_svg(e: &Evaluation, row: usize) -> String {
     let _ = writeln!(
         svg,
         r#"<text x="16" y="{:.1}" text-anchor="middle" transform="rotate(-90 16 {:.1})">Normalized Performance</text>"#,
-        TOP + plot_h / 2.0,
-        TOP + plot_h / 2.0
+        TOP + f.h / 2.0,
+        TOP + f.h / 2.0
     );
-    for (i, s) in series.iter().enumerate() {
-        let points: Vec<String> = s
-            .values
-            .iter()
-            .enumerate()
-            .filter(|(_, v)| v.is_finite())
-            .map(|(p, v)| format!("{:.1},{:.1}", x(p), y(*v)))
-            .collect();
-        let _ = writeln!(
-            svg,
-            r#"<polyline points="{}" fill="none" stroke="{}" stroke-width="2" stroke-dasharray="{}"/>"#,
-            points.join(" "),
-            s.colour,
-            s.dash
-        );
-        for point in &points {
-            if let Some((px, py)) = point.split_once(',') {
-                let _ = writeln!(
-                    svg,
-                    r#"<circle cx="{px}" cy="{py}" r="3" fill="{}"/>"#,
-                    s.colour
-                );
-            }
+}
+
+/// One series as a line with points, and its legend entry (the `index`th).
+fn line(svg: &mut String, f: &Frame, s: &Series<'_>, index: usize) {
+    let points: Vec<String> = s
+        .values
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| v.is_finite())
+        .map(|(p, v)| format!("{:.1},{:.1}", f.x(p), f.y(*v)))
+        .collect();
+    let _ = writeln!(
+        svg,
+        r#"<polyline points="{}" fill="none" stroke="{}" stroke-width="2" stroke-dasharray="{}"/>"#,
+        points.join(" "),
+        s.colour,
+        s.dash
+    );
+    for point in &points {
+        if let Some((px, py)) = point.split_once(',') {
+            let _ = writeln!(
+                svg,
+                r#"<circle cx="{px}" cy="{py}" r="3" fill="{}"/>"#,
+                s.colour
+            );
         }
-        let ly = TOP + 10.0 + 20.0 * i as f64;
-        let lx = WIDTH - RIGHT + 12.0;
-        let _ = writeln!(
-            svg,
-            r#"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="{}" stroke-width="2" stroke-dasharray="{}"/><text x="{}" y="{}">{}</text>"#,
-            lx + 24.0,
-            s.colour,
-            s.dash,
-            lx + 30.0,
-            ly + 4.0,
-            s.name
-        );
     }
-    svg.push_str("</svg>\n");
-    svg
+    let ly = TOP + 10.0 + 20.0 * index as f64;
+    let lx = WIDTH - RIGHT + 12.0;
+    let _ = writeln!(
+        svg,
+        r#"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="{}" stroke-width="2" stroke-dasharray="{}"/><text x="{}" y="{}">{}</text>"#,
+        lx + 24.0,
+        s.colour,
+        s.dash,
+        lx + 30.0,
+        ly + 4.0,
+        s.name
+    );
 }
 
 /// Writes one SVG per workload run into `dir` (created if missing); returns the files.

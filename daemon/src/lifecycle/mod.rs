@@ -51,7 +51,7 @@ use placed_core::cpuset::{CpuSet, NodeSet};
 use placed_core::machine::{Machine, TopologySource};
 use placed_core::policy::{self, Policy};
 use placed_host::enact::Host;
-use placed_host::migrate::{HOLD_ENV, HoldPoint, Mode};
+use placed_host::migrate::{HOLD_ENV, HoldPoint, Mode, ModeKind};
 use placed_host::observe::SourceSpec;
 
 pub use error::DaemonError;
@@ -224,9 +224,9 @@ impl Daemon {
         &self.shared.metrics
     }
 
-    /// The throttled migration mode at the configured cap.
-    pub fn throttled_mode(&self) -> Mode {
-        self.shared.throttled_mode()
+    /// A migration mode with the configured defaults (the throttled mode's cap).
+    pub fn mode_of(&self, kind: ModeKind) -> Mode {
+        self.shared.mode_of(kind)
     }
 
     /// The model policy's default goal, for requests that leave it unset.

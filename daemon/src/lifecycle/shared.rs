@@ -19,7 +19,7 @@ use placed_core::placement::{PlacementSet, important_placements};
 use placed_core::policy::{self, Policy};
 use placed_host::containers::Container;
 use placed_host::enact::Host;
-use placed_host::migrate::{HoldPoint, Mode};
+use placed_host::migrate::{HoldPoint, Mode, ModeKind};
 use placed_host::observe::Protocol;
 
 use super::error::{DaemonError, joined};
@@ -294,24 +294,19 @@ impl Shared {
         }
     }
 
-    /// The throttled migration mode at the configured cap.
-    pub fn throttled_mode(&self) -> Mode {
-        Mode::Throttled {
-            bytes_per_sec: self
-                .config
+    /// A migration mode with the configured defaults (the throttled mode's cap).
+    pub fn mode_of(&self, kind: ModeKind) -> Mode {
+        kind.mode(
+            self.config
                 .policy
                 .throttle_mib_per_s
                 .saturating_mul(1 << 20),
-        }
+        )
     }
 
     /// The configured migration mode.
     pub fn migration_mode(&self) -> Mode {
-        match self.config.policy.migration.as_str() {
-            "fast" => Mode::fast(),
-            "throttled" => self.throttled_mode(),
-            _ => Mode::Kernel,
-        }
+        self.mode_of(self.config.policy.migration)
     }
 
     pub fn learn_migration_speed(&self, bytes: u64, seconds: f64) {

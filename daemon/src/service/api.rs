@@ -10,7 +10,7 @@ use tokio_stream::StreamExt;
 use tonic::{Request, Response, Status, Streaming};
 
 use crate::lifecycle::{Daemon, DaemonError, ManageRequest, PlaceTarget};
-use placed_host::migrate::Mode;
+use placed_host::migrate::{Mode, ModeKind};
 
 use super::convert;
 use super::paging::{self, Pager};
@@ -73,15 +73,18 @@ pub fn status_for(fault: Fault, message: String) -> Status {
 }
 
 fn mode_of(daemon: &Daemon, m: i32) -> Result<Option<Mode>, Status> {
-    match pb::MigrationMode::try_from(m) {
-        Ok(pb::MigrationMode::Unspecified) => Ok(None),
-        Ok(pb::MigrationMode::Kernel) => Ok(Some(Mode::Kernel)),
-        Ok(pb::MigrationMode::Fast) => Ok(Some(Mode::fast())),
-        Ok(pb::MigrationMode::Throttled) => Ok(Some(daemon.throttled_mode())),
-        Err(_) => Err(Status::invalid_argument(format!(
-            "unknown migration mode {m}"
-        ))),
-    }
+    let kind = match pb::MigrationMode::try_from(m) {
+        Ok(pb::MigrationMode::Unspecified) => return Ok(None),
+        Ok(pb::MigrationMode::Kernel) => ModeKind::Kernel,
+        Ok(pb::MigrationMode::Fast) => ModeKind::Fast,
+        Ok(pb::MigrationMode::Throttled) => ModeKind::Throttled,
+        Err(_) => {
+            return Err(Status::invalid_argument(format!(
+                "unknown migration mode {m}"
+            )));
+        }
+    };
+    Ok(Some(daemon.mode_of(kind)))
 }
 
 fn need_container(c: &str) -> Result<(), Status> {

@@ -12,17 +12,7 @@ use crate::lifecycle::events::{EventKind, Sequenced};
 use crate::state::{Lifecycle, PredictionRecord, VcpuSource};
 
 pub fn state(s: Lifecycle) -> pb::ContainerState {
-    match s {
-        Lifecycle::Discovered => pb::ContainerState::Discovered,
-        Lifecycle::Baseline => pb::ContainerState::Baseline,
-        Lifecycle::Probe => pb::ContainerState::Probe,
-        Lifecycle::Predicted => pb::ContainerState::Predicted,
-        Lifecycle::Placed => pb::ContainerState::Placed,
-        Lifecycle::Watched => pb::ContainerState::Watched,
-        Lifecycle::Waiting => pb::ContainerState::Waiting,
-        Lifecycle::Migrating => pb::ContainerState::Migrating,
-        Lifecycle::Failed => pb::ContainerState::Failed,
-    }
+    placed_proto::convert::state_to_pb(s)
 }
 
 /// The runtime as the state file names it (`placed_host::containers::Runtime`'s names);

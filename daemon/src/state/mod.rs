@@ -8,6 +8,8 @@
 
 mod store;
 
+pub use placed_core::lifecycle::Lifecycle;
+
 use serde::{Deserialize, Serialize};
 
 use placed_core::cpuset::{CpuSet, NodeSet};
@@ -114,50 +116,6 @@ impl PredictionRecord {
             .iter()
             .find(|o| o.placement == self.baseline)
             .map(|o| o.value)
-    }
-}
-
-/// The lifecycle states (docs/design.md, "The daemon").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Lifecycle {
-    Discovered,
-    Baseline,
-    Probe,
-    Predicted,
-    Placed,
-    Watched,
-    /// Left where it is; the record's detail says why (no model, no metric, no room).
-    Waiting,
-    Migrating,
-    Failed,
-}
-
-impl Lifecycle {
-    pub const ALL: [Lifecycle; 9] = [
-        Self::Discovered,
-        Self::Baseline,
-        Self::Probe,
-        Self::Predicted,
-        Self::Placed,
-        Self::Watched,
-        Self::Waiting,
-        Self::Migrating,
-        Self::Failed,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Discovered => "discovered",
-            Self::Baseline => "baseline",
-            Self::Probe => "probe",
-            Self::Predicted => "predicted",
-            Self::Placed => "placed",
-            Self::Watched => "watched",
-            Self::Waiting => "waiting",
-            Self::Migrating => "migrating",
-            Self::Failed => "failed",
-        }
     }
 }
 

@@ -30,6 +30,60 @@ use crate::cgroup::{self, IoError};
 use crate::kernel::Files;
 use placed_core::fault::Fault;
 
+/// The three ways memory can follow a cpuset change, by name: the one spelling of the
+/// config's `policy.migration`, `placectl`'s `--migrate` and the API's mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+pub enum ModeKind {
+    /// The kernel migrates inside the cpuset write.
+    Kernel,
+    /// Worker threads move the pages, the container frozen unless told otherwise.
+    Fast,
+    /// One worker under a bandwidth cap, never frozen.
+    Throttled,
+}
+
+impl ModeKind {
+    pub const ALL: [ModeKind; 3] = [Self::Kernel, Self::Fast, Self::Throttled];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Kernel => "kernel",
+            Self::Fast => "fast",
+            Self::Throttled => "throttled",
+        }
+    }
+
+    /// The mode with its defaults: fast frozen with [`default_workers`], throttled at
+    /// `throttle_bytes_per_sec`.
+    pub fn mode(self, throttle_bytes_per_sec: u64) -> Mode {
+        match self {
+            Self::Kernel => Mode::Kernel,
+            Self::Fast => Mode::fast(),
+            Self::Throttled => Mode::Throttled {
+                bytes_per_sec: throttle_bytes_per_sec,
+            },
+        }
+    }
+}
+
+impl fmt::Display for ModeKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for ModeKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| format!("unknown migration mode {s:?} (kernel, fast, throttled)"))
+    }
+}
+
 /// How memory follows a cpuset change.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
@@ -51,12 +105,16 @@ impl Mode {
         }
     }
 
-    pub fn name(&self) -> &'static str {
+    pub fn kind(&self) -> ModeKind {
         match self {
-            Mode::Kernel => "kernel",
-            Mode::Fast { .. } => "fast",
-            Mode::Throttled { .. } => "throttled",
+            Mode::Kernel => ModeKind::Kernel,
+            Mode::Fast { .. } => ModeKind::Fast,
+            Mode::Throttled { .. } => ModeKind::Throttled,
         }
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.kind().name()
     }
 }
 
@@ -71,7 +129,7 @@ pub fn default_workers() -> usize {
 impl fmt::Display for Mode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Mode::Kernel => f.write_str("kernel"),
+            Mode::Kernel => f.write_str(ModeKind::Kernel.name()),
             Mode::Fast { workers, freeze } => write!(
                 f,
                 "fast ({workers} workers{})",
@@ -116,16 +174,7 @@ impl FromStr for Mode {
     type Err = String;
     /// `kernel`, `fast` (frozen, default workers) or `throttled` (100 MiB/s).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "kernel" => Ok(Mode::Kernel),
-            "fast" => Ok(Mode::fast()),
-            "throttled" => Ok(Mode::Throttled {
-                bytes_per_sec: 100 << 20,
-            }),
-            other => Err(format!(
-                "unknown migration mode {other:?} (kernel, fast, throttled)"
-            )),
-        }
+        Ok(s.parse::<ModeKind>()?.mode(100 << 20))
     }
 }
 

@@ -4,24 +4,16 @@
 
 use std::fmt::Write;
 
+use placed_core::lifecycle::Lifecycle;
+use placed_core::policy::Policy;
+use placed_proto::convert;
 use placed_proto::v1 as pb;
 use serde_json::{Value, json};
 
 use super::table::Table;
 
 fn state_name(s: i32) -> &'static str {
-    match pb::ContainerState::try_from(s) {
-        Ok(pb::ContainerState::Discovered) => "discovered",
-        Ok(pb::ContainerState::Baseline) => "baseline",
-        Ok(pb::ContainerState::Probe) => "probe",
-        Ok(pb::ContainerState::Predicted) => "predicted",
-        Ok(pb::ContainerState::Placed) => "placed",
-        Ok(pb::ContainerState::Watched) => "watched",
-        Ok(pb::ContainerState::Waiting) => "waiting",
-        Ok(pb::ContainerState::Migrating) => "migrating",
-        Ok(pb::ContainerState::Failed) => "failed",
-        _ => "unknown",
-    }
+    convert::state_from_pb(s).map_or("unknown", Lifecycle::name)
 }
 
 fn provenance_name(p: i32) -> &'static str {
@@ -48,17 +40,13 @@ fn provenance_banner(p: i32) -> Option<&'static str> {
 
 pub fn policy_name(p: Option<&pb::Policy>) -> String {
     let Some(p) = p else {
-        return "observe".into();
+        return Policy::Observe.name();
     };
-    match pb::PolicyKind::try_from(p.kind) {
-        Ok(pb::PolicyKind::Observe) => "observe".into(),
-        Ok(pb::PolicyKind::Model) => format!("model (goal {})", p.goal),
-        Ok(pb::PolicyKind::Conservative) => "conservative".into(),
-        Ok(pb::PolicyKind::Aggressive) => "aggressive".into(),
-        Ok(pb::PolicyKind::SmartAggressive) => "smart-aggressive".into(),
-        Ok(pb::PolicyKind::Pinned) => format!("pinned:{}", p.placement_id),
-        // Daemons from before POLICY_KIND_OBSERVE sent observe as unset.
-        Ok(pb::PolicyKind::Unspecified) => "observe".into(),
+    // Daemons from before POLICY_KIND_OBSERVE sent observe as unset. A goal of 0 is not
+    // replaced by a default here: the name shows what the daemon sent.
+    match convert::policy_from_pb(Some(p), p.goal) {
+        Ok(Some(policy)) => policy.name(),
+        Ok(None) => Policy::Observe.name(),
         Err(_) => format!("unknown ({})", p.kind),
     }
 }

@@ -6,22 +6,11 @@ use std::fmt::Write;
 use placed_core::cpuset::{CpuSet, NodeSet};
 use placed_host::containers::{Container, short_id as short};
 use placed_host::enact::{self, ApplyOptions, ApplyReport, Host, Inspection};
-use placed_host::migrate::{self, Mode, NodeBytes};
+use placed_host::migrate::{self, Mode, ModeKind, NodeBytes};
 use placed_host::stop::{OnHangup, SignalError, SignalWatch, Stop};
 
 use super::human_bytes;
 use super::table::Table;
-
-/// The migration mode of `placectl move`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum MigrateArg {
-    /// The kernel migrates inside the cpuset write.
-    Kernel,
-    /// Worker threads move the pages, the container frozen (see --no-freeze).
-    Fast,
-    /// One worker under a bandwidth cap (--bandwidth), never frozen.
-    Throttled,
-}
 
 /// `placectl move CONTAINER --cpus LIST --mems LIST [--migrate MODE]`.
 #[derive(Debug, Clone, clap::Args)]
@@ -36,8 +25,8 @@ pub struct MoveArgs {
     #[arg(long, value_name = "LIST")]
     pub mems: NodeSet,
     /// How the memory follows.
-    #[arg(long, value_enum, default_value_t = MigrateArg::Kernel)]
-    pub migrate: MigrateArg,
+    #[arg(long, value_enum, default_value_t = ModeKind::Kernel)]
+    pub migrate: ModeKind,
     /// Fast mode: worker threads (default: one per CPU, at most 8).
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
@@ -53,7 +42,7 @@ impl MoveArgs {
     /// The validated mode: flags of one mode are refused with another.
     pub fn mode(&self) -> Result<Mode, String> {
         match self.migrate {
-            MigrateArg::Kernel => {
+            ModeKind::Kernel => {
                 if self.workers.is_some() || self.no_freeze || self.bandwidth.is_some() {
                     return Err(
                         "--workers, --no-freeze and --bandwidth need --migrate fast or throttled"
@@ -62,7 +51,7 @@ impl MoveArgs {
                 }
                 Ok(Mode::Kernel)
             }
-            MigrateArg::Fast => {
+            ModeKind::Fast => {
                 if self.bandwidth.is_some() {
                     return Err("--bandwidth is for --migrate throttled".into());
                 }
@@ -74,7 +63,7 @@ impl MoveArgs {
                     }),
                 }
             }
-            MigrateArg::Throttled => {
+            ModeKind::Throttled => {
                 if self.workers.is_some() || self.no_freeze {
                     return Err("--workers and --no-freeze are for --migrate fast (throttled never freezes)".into());
                 }

@@ -13,6 +13,18 @@ fn yes(b: bool) -> &'static str {
 
 pub fn render_topology(s: &MachineSummary) -> String {
     let mut o = String::new();
+    header(&mut o, s);
+    levels(&mut o, s);
+    concerns(&mut o, s);
+    if s.interconnect.nodes.len() > 1 {
+        interconnect(&mut o, s);
+    }
+    extras(&mut o, s);
+    o
+}
+
+/// The machine, its class, its PUs and its allocation units.
+fn header(o: &mut String, s: &MachineSummary) {
     let model = s.cpu_model.as_deref().unwrap_or("unknown processor");
     let _ = writeln!(o, "Machine   {} ({model})", s.source);
     if let Some(l) = &s.label {
@@ -52,7 +64,9 @@ pub fn render_topology(s: &MachineSummary) -> String {
         s.units.len(),
         s.allocation_unit
     );
+}
 
+fn levels(o: &mut String, s: &MachineSummary) {
     let _ = writeln!(o, "\nLevels, coarsest first");
     let mut t = Table::new(["LEVEL", "HWLOC", "INSTANCES", "PUS EACH", "CACHE", ""]).right(2);
     for l in &s.levels {
@@ -74,7 +88,9 @@ pub fn render_topology(s: &MachineSummary) -> String {
         ]);
     }
     o.push_str(&t.render("  "));
+}
 
+fn concerns(o: &mut String, s: &MachineSummary) {
     let _ = writeln!(o, "\nConcerns (score vector order)");
     let mut t = Table::new([
         "NAME",
@@ -100,39 +116,42 @@ pub fn render_topology(s: &MachineSummary) -> String {
         ]);
     }
     o.push_str(&t.render("  "));
+}
 
-    if s.interconnect.nodes.len() > 1 {
-        let what = match &s.interconnect.source {
-            InterconnectSource::Distances { matrix } => {
-                format!("derived from distance matrix {matrix}, relative to a local access")
-            }
-            InterconnectSource::Uniform => {
-                "no distance matrix: remote nodes assumed at distance 20, relative to a local access"
-                    .into()
-            }
-            InterconnectSource::Measured { unit } => format!("measured, {unit}"),
-        };
-        let _ = writeln!(
-            o,
-            "\nInterconnect bandwidth, threads (row) to memory (column): {what}"
-        );
-        let mut header = vec!["NODE".to_owned()];
-        header.extend(s.interconnect.nodes.iter().map(|n| n.to_string()));
-        let mut t = Table::new(header);
-        for i in 1..=s.interconnect.nodes.len() {
-            t = t.right(i);
+fn interconnect(o: &mut String, s: &MachineSummary) {
+    let what = match &s.interconnect.source {
+        InterconnectSource::Distances { matrix } => {
+            format!("derived from distance matrix {matrix}, relative to a local access")
         }
-        for (row, node) in s.interconnect.bandwidth.iter().zip(&s.interconnect.nodes) {
-            let mut cells = vec![node.to_string()];
-            cells.extend(
-                row.iter()
-                    .map(|v| v.map_or("-".into(), |v| format!("{v:.3}"))),
-            );
-            t.row(cells);
+        InterconnectSource::Uniform => {
+            "no distance matrix: remote nodes assumed at distance 20, relative to a local access"
+                .into()
         }
-        o.push_str(&t.render("  "));
+        InterconnectSource::Measured { unit } => format!("measured, {unit}"),
+    };
+    let _ = writeln!(
+        o,
+        "\nInterconnect bandwidth, threads (row) to memory (column): {what}"
+    );
+    let mut header = vec!["NODE".to_owned()];
+    header.extend(s.interconnect.nodes.iter().map(|n| n.to_string()));
+    let mut t = Table::new(header);
+    for i in 1..=s.interconnect.nodes.len() {
+        t = t.right(i);
     }
+    for (row, node) in s.interconnect.bandwidth.iter().zip(&s.interconnect.nodes) {
+        let mut cells = vec![node.to_string()];
+        cells.extend(
+            row.iter()
+                .map(|v| v.map_or("-".into(), |v| format!("{v:.3}"))),
+        );
+        t.row(cells);
+    }
+    o.push_str(&t.render("  "));
+}
 
+/// Memory-only nodes, core kinds and notes, where the machine has any.
+fn extras(o: &mut String, s: &MachineSummary) {
     if !s.memory_targets.is_empty() {
         let _ = writeln!(o, "\nMemory-only NUMA nodes (never CPU allocation units)");
         let mut t = Table::new(["NODE", "KIND", "SIZE", "NEAR", "ALLOWED"]).right(0);
@@ -164,5 +183,4 @@ pub fn render_topology(s: &MachineSummary) -> String {
             let _ = writeln!(o, "  - {n}");
         }
     }
-    o
 }
