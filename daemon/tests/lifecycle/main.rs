@@ -15,3 +15,4 @@ mod busy;
 mod drift;
 mod settings;
 mod sharing;
+mod vanish;
