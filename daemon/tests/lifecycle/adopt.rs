@@ -16,8 +16,8 @@ fn assigned(at: (&str, &str), placement: &str) -> Assigned {
     Assigned {
         placement: Some(placement.into()),
         units: Vec::new(),
-        cpus: at.0.parse().unwrap(),
-        mems: at.1.parse().unwrap(),
+        cpus: at.0.parse().expect("a valid list"),
+        mems: at.1.parse().expect("a valid list"),
     }
 }
 
@@ -37,8 +37,8 @@ fn moving(name: &str, frozen: bool, resume: Option<Assigned>) -> ContainerRecord
         assigned: Some(assigned(FROM, "from")),
         migration: Some(Migration {
             from: Cpuset {
-                cpus: FROM.0.parse().unwrap(),
-                mems: FROM.1.parse().unwrap(),
+                cpus: FROM.0.parse().expect("a valid list"),
+                mems: FROM.1.parse().expect("a valid list"),
             },
             to: assigned(TO, "to"),
             started_unix_ms: 0,

@@ -76,3 +76,28 @@ async fn a_failing_evaluation_retries_with_backoff_then_recovers() {
         d.daemon.shutdown().await;
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_waiting_container_is_tried_again_at_once_when_its_settings_change() {
+    let mut s = Scenario::new().with_model(4);
+    s.config.containers.resync_interval = Duration::from_secs(30);
+    s.container("c", "", "");
+    let mut d = s.start().await;
+    // No model for 2 vCPUs: it waits, its next try 30 s away.
+    d.manage("c", 2, Policy::Model { goal: 0.9 }).await;
+    d.feed("c", 1000.0);
+    let e = d.next("c", |e| e.kind == EventKind::Error).await;
+    assert_eq!(e.state, Lifecycle::Waiting);
+    d.until_free("c").await;
+    d.idle(Duration::from_secs(1)).await;
+
+    let asked = Instant::now();
+    let view = d.manage("c", 4, Policy::Model { goal: 0.9 }).await;
+    assert_eq!(view.record.state, Lifecycle::Discovered);
+    d.next("c", |e| e.kind == EventKind::Predicted).await;
+    // Evaluated right away: two measurements of 4 s, not the 29 s of backoff left first.
+    let took = Instant::now() - asked;
+    assert!(took < Duration::from_secs(15), "{took:?}");
+    assert_eq!(d.seen("c", EventKind::Error).len(), 1);
+    d.daemon.shutdown().await;
+}

@@ -9,6 +9,10 @@
 //! intervals pass as fast as the tasks can run, and a test synchronises on the daemon's
 //! lifecycle events ([`Running::next`]), never on wall-clock time.
 
+// A fixture that cannot build its own temporary host has failed its test: panicking with
+// the error is the report it should give.
+#![allow(clippy::unwrap_used, reason = "test fixture")]
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -11,13 +11,16 @@ use placed_core::policy::Policy;
 
 use crate::scenario::{CPUS, Scenario};
 
+/// What the other container is placed by.
+type Taker = fn(&Scenario) -> Policy;
+
 #[tokio::test(start_paused = true)]
 async fn an_aggressive_container_moves_off_units_another_takes() {
     let all: CpuSet = CPUS.parse().unwrap();
     let pinned = |s: &Scenario| Policy::Pinned {
         placement: s.placements(4).placements[0].id.clone(),
     };
-    let takers: [(&str, fn(&Scenario) -> Policy); 2] = [
+    let takers: [(&str, Taker); 2] = [
         ("pinned", pinned),
         ("smart-aggressive", |_| Policy::SmartAggressive),
     ];
