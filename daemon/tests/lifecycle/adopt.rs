@@ -4,7 +4,7 @@
 use placed::lifecycle::EventKind;
 use placed::state::{Assigned, ContainerRecord, Cpuset, Lifecycle, Migration, VcpuSource};
 use placed_core::policy::Policy;
-use placed_host::cgroup::CgroupPath;
+use placed_host::cgroup::{CgroupPath, Version};
 
 use crate::scenario::{Scenario, cg};
 
@@ -117,8 +117,12 @@ const CASES: &[Case] = &[
 
 #[tokio::test(start_paused = true)]
 async fn a_crash_mid_migration_is_settled_at_the_next_start() {
-    for case in CASES {
-        let s = Scenario::new();
+    for (version, case) in [Version::V1, Version::V2]
+        .into_iter()
+        .flat_map(|v| CASES.iter().map(move |c| (v, c)))
+    {
+        let what = format!("{} on {version}", case.name);
+        let s = Scenario::on(version);
         let pid = s.container(case.name, case.kernel_at.0, case.kernel_at.1);
         let path = CgroupPath::parse(&cg(case.name)).unwrap();
         if case.frozen {
@@ -138,58 +142,50 @@ async fn a_crash_mid_migration_is_settled_at_the_next_start() {
 
         let rec = d.record(case.name);
         let want = assigned(case.settled_at, case.assigned);
-        assert_eq!(rec.migration, None, "{}", case.name);
-        assert_eq!(rec.resume, None, "{}", case.name);
-        assert_eq!(rec.assigned.as_ref(), Some(&want), "{}", case.name);
-        assert_eq!(rec.detail, case.note, "{}", case.name);
+        assert_eq!(rec.migration, None, "{what}");
+        assert_eq!(rec.resume, None, "{what}");
+        assert_eq!(rec.assigned.as_ref(), Some(&want), "{what}");
+        assert_eq!(rec.detail, case.note, "{what}");
         let state = if case.resume.is_some() {
             // An interrupted evaluation starts again (and, under observe, stays watched).
             Lifecycle::Discovered
         } else {
             Lifecycle::Watched
         };
-        assert_eq!(rec.state, state, "{}", case.name);
+        assert_eq!(rec.state, state, "{what}");
         // The kernel holds one whole cpuset, the one the record names.
         let (cpus, mems) = d.cpuset(case.name);
         assert_eq!(
             (cpus.to_string(), mems.to_string()),
             (case.settled_at.0.to_owned(), case.settled_at.1.to_owned()),
-            "{}",
-            case.name
+            "{what}"
         );
         let frozen = d.kernel.cgroups().is_frozen(&path).unwrap();
-        assert!(!frozen, "{}: still frozen", case.name);
+        assert!(!frozen, "{what}: still frozen");
         // Where the move had begun moving memory and was undone, it went back.
         if case.settled_at == FROM && case.kernel_at.1 == "0-1" {
             assert!(
                 d.kernel.memory(pid).iter().all(|&(node, _)| node == 0),
-                "{}: {:?}",
-                case.name,
+                "{what}: {:?}",
                 d.kernel.memory(pid)
             );
         }
-        // The state file says what memory says: a second crash now would adopt the same.
+        // The state file says what the daemon holds: a second crash now adopts the same.
         let disk = d.on_disk(case.name).expect("written after adoption");
-        assert_eq!(disk.migration, None, "{}", case.name);
-        assert_eq!(disk.resume, None, "{}", case.name);
-        assert_eq!(disk.assigned, rec.assigned, "{}", case.name);
+        assert_eq!(disk.migration, None, "{what}");
+        assert_eq!(disk.resume, None, "{what}");
+        assert_eq!(disk.assigned, rec.assigned, "{what}");
         // Its task starts from there and, under observe, moves nothing.
         d.idle(std::time::Duration::from_secs(120)).await;
         assert!(
             d.seen(case.name, EventKind::MigrationStarted).is_empty(),
-            "{}",
-            case.name
+            "{what}"
         );
-        assert!(
-            d.seen(case.name, EventKind::Error).is_empty(),
-            "{}",
-            case.name
-        );
+        assert!(d.seen(case.name, EventKind::Error).is_empty(), "{what}");
         assert_eq!(
             d.cpuset(case.name).0.to_string(),
             case.settled_at.0,
-            "{}",
-            case.name
+            "{what}"
         );
         d.daemon.shutdown().await;
     }

@@ -28,6 +28,7 @@ use placed_core::cpuset::{CpuSet, NodeSet};
 use placed_core::machine::{Machine, TopologySource};
 use placed_core::placement::{PlacementSet, important_placements};
 use placed_core::policy::Policy;
+use placed_host::cgroup::{CgroupPath, Version};
 use placed_host::kernel::fake::FakeKernel;
 use placed_host::observe::SourceSpec;
 use placed_models::data::{
@@ -138,8 +139,16 @@ impl Scenario {
     /// engines, no models and no state file. Measurements are short (1 s warm-up, six
     /// windows of 500 ms) and nothing counts as foreign load (nothing runs).
     pub fn new() -> Self {
-        let kernel = FakeKernel::v1(CPUS, MEMS);
-        kernel.cgroup(PARENT, CPUS, MEMS);
+        Self::on(Version::V1)
+    }
+
+    /// As [`Scenario::new`], on a cgroup v1 or v2 fake host (v2: the root offers cpuset).
+    pub fn on(version: Version) -> Self {
+        let kernel = match version {
+            Version::V1 => FakeKernel::v1(CPUS, MEMS),
+            Version::V2 => FakeKernel::v2(CPUS, MEMS, "cpuset"),
+        };
+        kernel.cgroup(PARENT, "", "");
         let dir = tempfile::tempdir().unwrap();
         let mut config = Config::default();
         config.daemon.state_file = dir.path().join("state.json");
@@ -168,6 +177,12 @@ impl Scenario {
     /// machine) with one process of two threads and 64 MiB on each of its nodes; returns
     /// its pid.
     pub fn container(&self, name: &str, cpus: &str, mems: &str) -> u32 {
+        self.kernel.cgroup(&cg(name), "", "");
+        if self.kernel.version == Version::V2 {
+            // Its own cpuset files, as the daemon's first move would give it.
+            let path = CgroupPath::parse(&cg(name)).unwrap();
+            self.kernel.cgroups().prepare(&path).unwrap();
+        }
         self.kernel.cgroup(&cg(name), cpus, mems);
         let pid = self.kernel.process(&cg(name), 2);
         let nodes: NodeSet = if mems.is_empty() { MEMS } else { mems }.parse().unwrap();
@@ -410,15 +425,13 @@ impl Running {
     /// What the fake kernel's cpuset of `/ctr/<name>` holds now.
     pub fn cpuset(&self, name: &str) -> (CpuSet, NodeSet) {
         let rel = cg(name);
+        let (cpus, mems) = match self.kernel.version {
+            Version::V1 => ("cpuset.cpus", "cpuset.mems"),
+            Version::V2 => ("cpuset.cpus.effective", "cpuset.mems.effective"),
+        };
         (
-            self.kernel
-                .file(&format!("{rel}/cpuset.cpus"))
-                .parse()
-                .unwrap(),
-            self.kernel
-                .file(&format!("{rel}/cpuset.mems"))
-                .parse()
-                .unwrap(),
+            self.kernel.file(&format!("{rel}/{cpus}")).parse().unwrap(),
+            self.kernel.file(&format!("{rel}/{mems}")).parse().unwrap(),
         )
     }
 
