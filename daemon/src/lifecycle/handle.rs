@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use crate::state::{ContainerRecord, Lifecycle, VcpuSource};
 use placed_core::policy::Policy;
+use placed_host::cgroup::CgroupPath;
 use placed_host::containers::{Container, Runtime};
 use placed_host::observe::SourceSpec;
 
@@ -68,6 +69,15 @@ impl Handle {
     /// Whether the container's settings are still those of generation `since`.
     pub fn unchanged_since(&self, since: u64) -> bool {
         self.with(|e| e.settings).ok() == Some(since)
+    }
+
+    /// Whether the container's cgroup is gone: it stopped, and what failed on it is not
+    /// worth reporting.
+    pub fn vanished(&self) -> bool {
+        let Ok(cg) = CgroupPath::parse(&self.id) else {
+            return false;
+        };
+        matches!(self.shared.host.cgroups().exists(&cg), Ok(false))
     }
 
     /// Units this container may use: the free ones and its own.

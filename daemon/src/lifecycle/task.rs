@@ -70,6 +70,13 @@ async fn run(handle: Handle) {
                 failures = 0;
                 None
             }
+            Err(_) if handle.vanished() => {
+                // The container stopped under this step (its cgroup is gone): forget it
+                // now, with one event saying so, instead of recording an error for it and
+                // retrying until the next resync notices.
+                super::discovery::forget(&handle.shared, &handle.id).await;
+                return;
+            }
             Err(e) => {
                 let retry = backoff(handle.shared.config.containers.resync_interval, failures);
                 failures = failures.saturating_add(1);
