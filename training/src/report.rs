@@ -94,11 +94,13 @@ fn probe_table(candidates: &[ProbeCandidate], chosen: &str) -> String {
         } else {
             ""
         };
-        let _ = writeln!(
-            out,
-            "{:<width$}  {:6.2} {:7.2}{mark}",
-            c.placement, c.error.mean, c.error.worst
-        );
+        let figures = if c.error.cells == 0 {
+            // With the probe and the baseline measured, nothing is left to predict.
+            format!("{:>6} {:>7}", "-", "-")
+        } else {
+            format!("{:6.2} {:7.2}", c.error.mean, c.error.worst)
+        };
+        let _ = writeln!(out, "{:<width$}  {figures}{mark}", c.placement);
     }
     out
 }

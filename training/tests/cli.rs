@@ -59,6 +59,10 @@ fn simulate_fit_evaluate_and_every_output_says_simulated() {
             "10",
             "--cv-trees",
             "5",
+            // Eight small families leave the forest about 21% off: above the default gate,
+            // and not what this test is about.
+            "--max-error",
+            "50",
         ],
         dir.path(),
     );
@@ -202,7 +206,9 @@ fn two_placements_are_nothing_to_predict_never_zero_error() {
     assert_eq!(out.status.code(), Some(4));
     let text = format!("{}{}", stdout(&out), String::from_utf8_lossy(&out.stderr));
     assert!(text.contains("predicts nothing"), "{text}");
-    assert!(!text.contains("0.00"), "no error figure over zero cells: {text}");
+    for zero in [" 0.00 ", "0.00 / 0.00", "0.00%"] {
+        assert!(!text.contains(zero), "no error figure over zero cells: {text}");
+    }
 }
 
 #[test]
