@@ -35,7 +35,7 @@ pub enum GateFailure {
     /// Every placement is measured (baseline and probe): there is no predicted cell, so
     /// the error is not zero but undefined.
     #[error(
-        "the model predicts nothing: with {placements} important placement(s) both are measured (baseline and probe), so there is no cross-validated error to judge it by and no placement to choose; a model is useful only on a machine class with 3 or more important placements for this v"
+        "the model predicts nothing: its {placements} important placements are all measured (baseline and probe), so there is no cross-validated error to judge it by and it adds nothing to measuring them; a model is useful on a machine class with 3 or more important placements for this v (install it anyway with --accept-inaccurate, knowing the daemon will only observe)"
     )]
     NothingToPredict {
         /// Important placements of the model.
