@@ -503,7 +503,10 @@ mod tests {
         let d = Config::default();
         let p = d.protocol().unwrap();
         assert_eq!(d.protocol_for(&p, true), p);
-        assert_eq!(d.source_timeouts(), placed_host::observe::SourceTimeouts::default());
+        assert_eq!(
+            d.source_timeouts(),
+            placed_host::observe::SourceTimeouts::default()
+        );
     }
 
     #[test]

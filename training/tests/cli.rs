@@ -178,10 +178,17 @@ fn a_model_below_the_gate_is_refused_unless_accepted_and_then_marked() {
     // Measurement noise of +/-300%: nothing can be learned from it.
     simulate(dir.path(), TOPOLOGY, "8", "3.0");
     let refused = fit(dir.path(), &[]);
-    assert_eq!(refused.status.code(), Some(4), "refused: the operator decides");
+    assert_eq!(
+        refused.status.code(),
+        Some(4),
+        "refused: the operator decides"
+    );
     let err = String::from_utf8_lossy(&refused.stderr);
     assert!(err.contains("model not installed"), "{err}");
-    assert!(err.contains("--accept-inaccurate"), "says what to do: {err}");
+    assert!(
+        err.contains("--accept-inaccurate"),
+        "says what to do: {err}"
+    );
     assert!(
         stdout(&refused).contains("cross-validated error"),
         "the figures behind the refusal are shown"
@@ -207,7 +214,10 @@ fn two_placements_are_nothing_to_predict_never_zero_error() {
     let text = format!("{}{}", stdout(&out), String::from_utf8_lossy(&out.stderr));
     assert!(text.contains("predicts nothing"), "{text}");
     for zero in [" 0.00 ", "0.00 / 0.00", "0.00%"] {
-        assert!(!text.contains(zero), "no error figure over zero cells: {text}");
+        assert!(
+            !text.contains(zero),
+            "no error figure over zero cells: {text}"
+        );
     }
 }
 

@@ -335,7 +335,10 @@ fn an_interval_wider_than_the_bound_is_measured_again_then_recorded_unusable() {
         "measured again: {stderr}"
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("unusable: selftest-spin run 0 in"), "{stdout}");
+    assert!(
+        stdout.contains("unusable: selftest-spin run 0 in"),
+        "{stdout}"
+    );
     assert!(stdout.contains("recorded as unusable"), "{stdout}");
     let path = dir.path().join("data.jsonl");
     let (header, records) = read(&path);
@@ -343,11 +346,17 @@ fn an_interval_wider_than_the_bound_is_measured_again_then_recorded_unusable() {
     for r in &records {
         assert!(r.performance.value.is_nan(), "not a number: {r:?}");
         let why = r.unusable.as_deref().unwrap();
-        assert!(why.contains("wider than the bound") && why.contains("2 of 2"), "{why}");
+        assert!(
+            why.contains("wider than the bound") && why.contains("2 of 2"),
+            "{why}"
+        );
     }
     let data = placed_models::Dataset::load(&path).expect("valid data");
     assert_eq!(data.unusable().count(), header.placements.len());
-    assert!(!data.run_is_usable("selftest-spin", 0), "left out of fitting");
+    assert!(
+        !data.run_is_usable("selftest-spin", 0),
+        "left out of fitting"
+    );
     // Recorded: running again measures nothing.
     let again = run(command(
         dir.path(),

@@ -12,9 +12,9 @@ use placed_host::observe::{PushedError, SourceSpec};
 use super::decide::{already_there, predicted_list};
 use super::error::{DaemonError, joined};
 use super::evaluate::usable_prediction;
-use super::models::LoadedModel;
 use super::events::now_ms;
 use super::handle::{Handle, Registered};
+use super::models::LoadedModel;
 use super::registry::Entry;
 use super::{
     ContainerView, Daemon, ManageRequest, PlaceOutcome, PlaceTarget, Recommendation, StatusView,

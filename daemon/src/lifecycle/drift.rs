@@ -93,18 +93,33 @@ mod tests {
     #[test]
     fn a_confident_prediction_is_still_given_the_tolerance() {
         let (lo, hi) = predicted_interval((100.0, 100.0, 100.0), 1.5, 0.0, 0.15);
-        assert!((lo - 127.5).abs() < 1e-9 && (hi - 172.5).abs() < 1e-9, "{lo} {hi}");
+        assert!(
+            (lo - 127.5).abs() < 1e-9 && (hi - 172.5).abs() < 1e-9,
+            "{lo} {hi}"
+        );
     }
 
     #[test]
     fn only_consecutive_windows_off_count() {
         let mut count = 0;
-        assert_eq!(RULE.judge(true, &mut count, LATE), Verdict::Off { count: 1 });
-        assert_eq!(RULE.judge(true, &mut count, LATE), Verdict::Off { count: 2 });
+        assert_eq!(
+            RULE.judge(true, &mut count, LATE),
+            Verdict::Off { count: 1 }
+        );
+        assert_eq!(
+            RULE.judge(true, &mut count, LATE),
+            Verdict::Off { count: 2 }
+        );
         // One window within its prediction starts the count again.
         assert_eq!(RULE.judge(false, &mut count, LATE), Verdict::Holds);
-        assert_eq!(RULE.judge(true, &mut count, LATE), Verdict::Off { count: 1 });
-        assert_eq!(RULE.judge(true, &mut count, LATE), Verdict::Off { count: 2 });
+        assert_eq!(
+            RULE.judge(true, &mut count, LATE),
+            Verdict::Off { count: 1 }
+        );
+        assert_eq!(
+            RULE.judge(true, &mut count, LATE),
+            Verdict::Off { count: 2 }
+        );
         assert_eq!(
             RULE.judge(true, &mut count, LATE),
             Verdict::Reevaluate { count: 3 }

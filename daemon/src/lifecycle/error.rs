@@ -311,8 +311,14 @@ mod tests {
             dir: "/m".into(),
         };
         let text = e.to_string();
-        assert!(text.contains("observes with it and moves nothing"), "{text}");
-        assert!(text.contains(&placed_models::train_command(4, "/m")), "{text}");
+        assert!(
+            text.contains("observes with it and moves nothing"),
+            "{text}"
+        );
+        assert!(
+            text.contains(&placed_models::train_command(4, "/m")),
+            "{text}"
+        );
         assert_eq!(e.fault(), Fault::HostConfig);
         assert!(e.may_clear(), "retried, so a retrained model is picked up");
     }

@@ -12,8 +12,8 @@ use placed_core::policy::Target;
 use placed_host::cgroup::CgroupPath;
 use placed_host::migrate::Mode;
 use placed_host::observe::{
-    AnySource, Measurement, MetricSource as _, SourceSpec, Target as NoiseTarget, Verdict,
-    compare, measure,
+    AnySource, Measurement, MetricSource as _, SourceSpec, Target as NoiseTarget, Verdict, compare,
+    measure,
 };
 
 use super::error::DaemonError;
@@ -95,18 +95,16 @@ impl MetricSlot {
         let protocol = shared
             .config
             .protocol_for(&shared.protocol, source.is_pulled());
-        measure(source, &probe, &protocol)
-            .await
-            .map_err(|source| {
-                let e = DaemonError::Measure {
-                    container: rec.name.clone(),
-                    source: Box::new(source),
-                };
-                if e.fault() == placed_core::fault::Fault::HostConfig {
-                    shared.metrics.error("observe");
-                }
-                e
-            })
+        measure(source, &probe, &protocol).await.map_err(|source| {
+            let e = DaemonError::Measure {
+                container: rec.name.clone(),
+                source: Box::new(source),
+            };
+            if e.fault() == placed_core::fault::Fault::HostConfig {
+                shared.metrics.error("observe");
+            }
+            e
+        })
     }
 }
 

@@ -250,7 +250,10 @@ mod tests {
             ..prediction(4)
         };
         assert!(e.store_prediction(gated, e.settings));
-        assert!(e.record.prediction.is_some(), "shown by containers and predict");
+        assert!(
+            e.record.prediction.is_some(),
+            "shown by containers and predict"
+        );
         assert_eq!(usable_prediction(&e.record), None, "never placed on");
         assert!(e.store_prediction(prediction(4), e.settings));
         assert!(usable_prediction(&e.record).is_some());

@@ -245,7 +245,10 @@ fn the_host_s_own_units_and_the_daemon_are_never_containers() {
     for (reference, why) in [
         ("cgroup:/init.scope", "init.scope"),
         ("systemd-journald.service", "system unit"),
-        ("cgroup:/system.slice/my-placed.service", "daemon's own cgroup"),
+        (
+            "cgroup:/system.slice/my-placed.service",
+            "daemon's own cgroup",
+        ),
         ("cgroup:/system.slice", "holds the daemon's own cgroup"),
         ("cgroup:/", "root cgroup"),
     ] {

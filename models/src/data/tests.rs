@@ -259,10 +259,10 @@ fn from_parts_validates_like_a_file() {
 fn an_unusable_record_loads_without_a_number_and_its_run_is_left_out_of_fitting() {
     let mut lines = good();
     lines.push(run("c1", "c", "n1", "90"));
-    lines.push(
-        run("c1", "c", "n2", "null")
-            .replace(r#""provenance":"real""#, r#""provenance":"real","unusable":"interval +/-296% wider than +/-10%""#),
-    );
+    lines.push(run("c1", "c", "n2", "null").replace(
+        r#""provenance":"real""#,
+        r#""provenance":"real","unusable":"interval +/-296% wider than +/-10%""#,
+    ));
     let data = parse(&lines).expect("an unusable record is valid data");
     let unusable: Vec<&RunRecord> = data.unusable().collect();
     assert_eq!(unusable.len(), 1);
@@ -277,7 +277,10 @@ fn an_unusable_record_loads_without_a_number_and_its_run_is_left_out_of_fitting(
     let path = dir.path().join("d.jsonl");
     data.save(&path).expect("writable");
     let text = std::fs::read_to_string(&path).expect("readable");
-    assert!(text.contains(r#""value":null"#) && text.contains("+/-296%"), "{text}");
+    assert!(
+        text.contains(r#""value":null"#) && text.contains("+/-296%"),
+        "{text}"
+    );
     assert_eq!(Dataset::load(&path).expect("loads").unusable().count(), 1);
     // Without the mark, a missing number is still refused.
     let mut bad = good();

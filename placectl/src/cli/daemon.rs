@@ -472,7 +472,10 @@ mod tests {
     #[test]
     fn a_placement_says_it_pins_the_container() {
         let text = render_place(&response(), Some("pinned:numa1-a"));
-        assert!(text.contains("policy of web is now pinned:numa1-a"), "{text}");
+        assert!(
+            text.contains("policy of web is now pinned:numa1-a"),
+            "{text}"
+        );
         assert_eq!(
             place_json(&response(), Some("pinned:numa1-a"))["policy"],
             "pinned:numa1-a"

@@ -454,9 +454,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             print!("{}", report::left_out(&dataset));
             let acceptance = train.acceptance()?;
             let (model, _) = fit(&dataset, &train.options()).context("fitting the model")?;
-            let model = acceptance
-                .judge(model)
-                .inspect_err(print_refused)?;
+            let model = acceptance.judge(model).inspect_err(print_refused)?;
             model.save(&out)?;
             print!("{}", report::model_summary(&model));
             println!("wrote {}", out.display());

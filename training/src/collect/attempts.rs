@@ -69,7 +69,10 @@ pub fn measure(
                 widths.push(width);
             }
             Err(why) => {
-                eprintln!("placed-train:   attempt {} of {tries} failed: {why}", attempt + 1);
+                eprintln!(
+                    "placed-train:   attempt {} of {tries} failed: {why}",
+                    attempt + 1
+                );
                 last_error = why;
             }
         }
@@ -171,7 +174,6 @@ fn chain(e: &dyn std::error::Error) -> String {
     }
     s
 }
-
 
 #[cfg(test)]
 mod tests {

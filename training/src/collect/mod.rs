@@ -291,7 +291,14 @@ pub fn collect(jobs: &[Box<dyn Job>], options: &Options) -> Result<Summary, Coll
         let what = || format!("{} run {} in {}", job.name(), step.run, placement.id);
         match outcome {
             Outcome::Measured(m) => {
-                let record = record(&header, job.as_ref(), step.run, placement, &m, detection.provenance);
+                let record = record(
+                    &header,
+                    job.as_ref(),
+                    step.run,
+                    placement,
+                    &m,
+                    detection.provenance,
+                );
                 eprintln!(
                     "placed-train:   {:.4e} {} +/- {:.1}% over {} windows ({:.1} s)",
                     record.performance.value,
@@ -304,7 +311,14 @@ pub fn collect(jobs: &[Box<dyn Job>], options: &Options) -> Result<Summary, Coll
                 summary.measured += 1;
             }
             Outcome::Unusable { reason } => {
-                let record = unusable(&header, job.as_ref(), step.run, placement, &reason, detection.provenance);
+                let record = unusable(
+                    &header,
+                    job.as_ref(),
+                    step.run,
+                    placement,
+                    &reason,
+                    detection.provenance,
+                );
                 eprintln!("placed-train:   recorded as unusable: {reason}");
                 tracing::warn!(measurement = %what(), %reason, "measurement unusable");
                 data.append(&record)?;
