@@ -35,6 +35,16 @@ pub fn relative_interval(m: &Observed) -> f64 {
     ((m.estimate.hi - m.estimate.lo) / 2.0).max(0.0) / m.estimate.value
 }
 
+/// A fraction as a percentage with a precision that does not round a small bound to 0.
+fn percent(fraction: f64) -> String {
+    let p = 100.0 * fraction;
+    if p >= 1.0 {
+        format!("{p:.1}%")
+    } else {
+        format!("{p:.2e}%")
+    }
+}
+
 /// Runs up to `1 + options.retries` attempts of one measurement.
 pub fn measure(
     job: &dyn Job,
@@ -60,11 +70,16 @@ pub fn measure(
                 if width <= options.max_interval {
                     return Ok(Outcome::Measured(m));
                 }
+                let next = if attempt + 1 < tries {
+                    "; measuring again with longer windows"
+                } else {
+                    ""
+                };
                 eprintln!(
-                    "placed-train:   attempt {} of {tries}: interval +/-{:.1}% is wider than +/-{:.1}%; measuring again with longer windows",
+                    "placed-train:   attempt {} of {tries}: interval +/-{} is wider than +/-{}{next}",
                     attempt + 1,
-                    100.0 * width,
-                    100.0 * options.max_interval
+                    percent(width),
+                    percent(options.max_interval)
                 );
                 widths.push(width);
             }
@@ -82,12 +97,12 @@ pub fn measure(
     }
     let shown: Vec<String> = widths
         .iter()
-        .map(|w| format!("+/-{:.1}%", 100.0 * w))
+        .map(|w| format!("+/-{}", percent(*w)))
         .collect();
     Ok(Outcome::Unusable {
         reason: format!(
-            "95% interval wider than the bound of +/-{:.1}% in {} of {tries} attempt(s) ({}){}",
-            100.0 * options.max_interval,
+            "95% interval wider than the bound of +/-{} in {} of {tries} attempt(s) ({}){}",
+            percent(options.max_interval),
             widths.len(),
             shown.join(", "),
             if last_error.is_empty() {
@@ -178,6 +193,12 @@ fn chain(e: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn small_bounds_are_not_shown_as_zero() {
+        assert_eq!(percent(0.1), "10.0%");
+        assert_eq!(percent(0.000_000_01), "1.00e-6%");
+    }
 
     #[test]
     fn retries_double_the_window_up_to_4_s() {
