@@ -103,9 +103,17 @@ pub struct PolicyConfig {
     /// A move must pay for itself within this time: predicted gain x horizon > migration time.
     #[serde(with = "humantime_serde")]
     pub horizon: Duration,
-    /// Re-evaluate a watched container when its observed performance strays this far from
-    /// the prediction (relative).
+    /// The narrowest the prediction's interval is taken to be, either side of the point
+    /// prediction (relative); a watched container is re-evaluated only when its observed
+    /// interval misses the prediction's (docs/daemon.md, "Drift").
     pub drift: f64,
+    /// Consecutive watch measurements whose interval misses the prediction's before the
+    /// container is evaluated again.
+    pub drift_windows: u32,
+    /// No re-evaluation (and so no second migration) within this time of the last
+    /// evaluation, unless ordered (`Place`, `Manage`).
+    #[serde(with = "humantime_serde")]
+    pub cooldown: Duration,
     /// How memory follows a move: `kernel` (the cpuset write), `fast` (parallel
     /// move_pages workers, container frozen) or `throttled` (no freeze, bandwidth cap).
     /// Kernel by default: in the emulated guest the fast mode was not faster (docs/enactment.md).
@@ -131,6 +139,17 @@ pub struct ObserveConfig {
     /// Windows where other tasks take more than this share of the container's CPUs are
     /// dropped as disturbed (default 0.05). Raise it on small shared test machines only.
     pub max_foreign_load: Option<f64>,
+    /// Bound on one Prometheus scrape, connection included.
+    #[serde(with = "humantime_serde")]
+    pub scrape_timeout: Duration,
+    /// Bound on one run of a command metric.
+    #[serde(with = "humantime_serde")]
+    pub command_timeout: Duration,
+    /// Shortest time between two readings of a pulled source (Prometheus, command): its
+    /// windows are at least this long and a gauge is read at most this often. 0 (the
+    /// default) reads at every window boundary, and a gauge 5 times per window.
+    #[serde(with = "humantime_serde")]
+    pub scrape_interval: Duration,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -183,6 +202,12 @@ impl Default for PolicyConfig {
             goal: 0.9,
             horizon: Duration::from_secs(600),
             drift: 0.15,
+            // Three watch measurements (three minutes at the default watch interval): one or
+            // two can be a neighbour's burst, three in a row are the workload.
+            drift_windows: 3,
+            // As long as the horizon a move must pay for itself in: moving again sooner
+            // would spend what the last move was supposed to earn.
+            cooldown: Duration::from_secs(600),
             migration: ModeKind::Kernel,
             throttle_mib_per_s: 100,
         }
@@ -198,6 +223,9 @@ impl Default for ObserveConfig {
             windows: 16,
             watch_interval: Duration::from_secs(60),
             max_foreign_load: None,
+            scrape_timeout: placed_host::observe::SourceTimeouts::default().scrape,
+            command_timeout: placed_host::observe::SourceTimeouts::default().command,
+            scrape_interval: Duration::ZERO,
         }
     }
 }
@@ -317,6 +345,28 @@ impl Config {
                 )));
             }
         }
+        if self.policy.drift_windows == 0 {
+            return Err(invalid(
+                "policy.drift_windows = 0: at least one watch measurement must miss the prediction"
+                    .into(),
+            ));
+        }
+        for (name, d) in [
+            ("scrape_timeout", self.observe.scrape_timeout),
+            ("command_timeout", self.observe.command_timeout),
+        ] {
+            if d.is_zero() || d > MAX_SOURCE_WAIT {
+                return Err(invalid(format!(
+                    "observe.{name} = {d:?} is outside (0 s, {MAX_SOURCE_WAIT:?}]"
+                )));
+            }
+        }
+        if self.observe.scrape_interval > MAX_SOURCE_WAIT {
+            return Err(invalid(format!(
+                "observe.scrape_interval = {:?} is above {MAX_SOURCE_WAIT:?}: a measurement takes that times the windows",
+                self.observe.scrape_interval
+            )));
+        }
         if let Err(e) = self.protocol() {
             return Err(invalid(format!("[observe]: {e}")));
         }
@@ -344,11 +394,42 @@ impl Config {
         Ok(p)
     }
 
+    /// The bounds on one reading of a metric source.
+    pub fn source_timeouts(&self) -> placed_host::observe::SourceTimeouts {
+        placed_host::observe::SourceTimeouts {
+            scrape: self.observe.scrape_timeout,
+            command: self.observe.command_timeout,
+        }
+    }
+
+    /// The protocol for a source: a pulled one is read no more often than
+    /// `observe.scrape_interval`, so its windows grow to that and a gauge's polls thin out.
+    pub fn protocol_for(
+        &self,
+        base: &placed_host::observe::Protocol,
+        pulled: bool,
+    ) -> placed_host::observe::Protocol {
+        let interval = self.observe.scrape_interval;
+        let mut p = base.clone();
+        if pulled && !interval.is_zero() {
+            p.window = p.window.max(interval);
+            let fit = p.window.as_nanos() / interval.as_nanos();
+            p.gauge_polls = u32::try_from(fit)
+                .unwrap_or(u32::MAX)
+                .clamp(1, base.gauge_polls);
+        }
+        p
+    }
+
     /// The socket mode as a number.
     pub fn socket_mode(&self) -> u32 {
         u32::from_str_radix(&self.grpc.socket_mode, 8).unwrap_or(0o660)
     }
 }
+
+/// Longest scrape or command timeout, and longest scrape interval: beyond a minute a
+/// measurement of 16 windows would take a quarter of an hour.
+const MAX_SOURCE_WAIT: Duration = Duration::from_secs(60);
 
 #[cfg(test)]
 mod tests {
@@ -397,6 +478,33 @@ mod tests {
     }
 
     #[test]
+    fn a_slow_exporter_gets_a_longer_timeout_and_fewer_scrapes() {
+        let c = Config::parse(
+            Path::new("p.toml"),
+            "[observe]\nscrape_timeout = \"8s\"\nscrape_interval = \"2s\"\ncommand_timeout = \"1s\"",
+        )
+        .unwrap();
+        let t = c.source_timeouts();
+        assert_eq!(t.scrape, Duration::from_secs(8));
+        assert_eq!(t.command, Duration::from_secs(1));
+        let base = c.protocol().unwrap();
+        let pulled = c.protocol_for(&base, true);
+        assert_eq!(pulled.window, Duration::from_secs(2));
+        assert_eq!(pulled.gauge_polls, 1, "one read per 2 s window");
+        assert_eq!(pulled.windows, base.windows);
+        // A pushed sample or a perf counter costs nothing to read: unchanged.
+        assert_eq!(c.protocol_for(&base, false), base);
+        // The default reads at every window boundary, as before the setting existed.
+        let d = Config::default();
+        let p = d.protocol().unwrap();
+        assert_eq!(d.protocol_for(&p, true), p);
+        assert_eq!(
+            d.source_timeouts(),
+            placed_host::observe::SourceTimeouts::default()
+        );
+    }
+
+    #[test]
     fn bad_values_are_named() {
         let bad = |text: &str| {
             Config::parse(Path::new("p.toml"), text)
@@ -412,6 +520,8 @@ mod tests {
         assert!(bad("[observe]\nwindow = \"0s\"").contains("window is empty"));
         assert!(bad("[policy]\nmigration = \"teleport\"").contains("teleport"));
         assert!(bad("[observe]\nmax_foreign_load = 2.0").contains("outside [0, 1]"));
+        assert!(bad("[observe]\nscrape_timeout = \"0s\"").contains("observe.scrape_timeout"));
+        assert!(bad("[observe]\nscrape_interval = \"2m\"").contains("observe.scrape_interval"));
         for drift in ["0", "-0.1", "nan", "inf"] {
             let e = bad(&format!("[policy]\ndrift = {drift}"));
             assert!(e.contains("policy.drift = "), "{e}");

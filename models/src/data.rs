@@ -97,6 +97,11 @@ pub struct RunRecord {
     pub counters: BTreeMap<String, f64>,
     /// Where the measurement came from; one provenance per file.
     pub provenance: Provenance,
+    /// Why the measurement is not good enough to learn from (its interval stayed wider than
+    /// the collector's bound after every attempt); `performance.value` is then not a number
+    /// (`null`). Fitting leaves out every run with such a record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unusable: Option<String>,
 }
 
 /// serde_json writes NaN and infinities as `null`; read them back as NaN so validation can say
@@ -338,6 +343,19 @@ impl Dataset {
     pub fn provenance(&self) -> Provenance {
         self.provenance
     }
+
+    /// The records marked unusable, in file order.
+    pub fn unusable(&self) -> impl Iterator<Item = &RunRecord> {
+        self.records.iter().filter(|r| r.unusable.is_some())
+    }
+
+    /// Whether every record of this workload run is usable: a run with one unusable
+    /// placement has no complete performance vector, so fitting leaves it out.
+    pub fn run_is_usable(&self, workload: &str, run: u32) -> bool {
+        !self
+            .unusable()
+            .any(|r| r.workload == workload && r.run == run)
+    }
 }
 
 #[derive(Serialize)]
@@ -522,6 +540,10 @@ fn check_record(
         expected,
     };
     let perf = &record.performance;
+    if record.unusable.is_some() {
+        // Recorded so that a resumed collection does not measure it again; no value to check.
+        return Ok(());
+    }
     if !(perf.value.is_finite() && perf.value > 0.0) {
         return Err(invalid("performance.value", perf.value, "finite and > 0"));
     }

@@ -10,6 +10,7 @@
 //! - [`forest`]: the joint multi-output random-forest regressor, behind linfa's traits.
 //! - [`cv`]: leave-one-family-out folds.
 //! - [`accuracy`]: absolute percentage errors, mean and worst.
+//! - [`gate`]: the accuracy gate a model must pass to move containers.
 //! - [`categories`]: k-means categories, the iterative method (algorithm 4), novelty.
 //! - [`evaluation`]: probe selection and the cross-validated comparison of the forest, the
 //!   category mean and the counter baseline.
@@ -44,6 +45,7 @@ pub mod data;
 pub mod evaluation;
 pub mod features;
 pub mod forest;
+pub mod gate;
 pub mod model;
 pub mod model_file;
 mod probe;
@@ -55,6 +57,7 @@ pub mod train;
 pub use data::{Dataset, Provenance};
 pub use evaluation::{Evaluation, evaluate};
 pub use features::Observation;
+pub use gate::{Gate, GateFailure};
 pub use model::{MachineClass, Model, Prediction};
 pub use model_file::{ModelFileError, train_command};
 pub use table::RowInfo;

@@ -13,6 +13,7 @@ use crate::categories::Categories;
 use crate::data::{PlacementInfo, Provenance};
 use crate::features::{Feature, Observation, ObservationError, feature_vector};
 use crate::forest::{Forest, ForestError, ForestValidParams, OutOfBag};
+use crate::gate::GateFailure;
 
 /// What a model is for: a machine class and a container size.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,6 +80,11 @@ pub(crate) struct ModelBody {
     pub(crate) accuracy: CvAccuracy,
     pub(crate) categories: Categories,
     pub(crate) forest: Forest,
+    /// Set when the model was installed although it failed the accuracy gate: the daemon
+    /// then observes with it and never moves a container on its predictions. Absent (and
+    /// not written) for a model that passed, so older files read and keep their ids.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) below_gate: Option<GateFailure>,
 }
 
 /// A trained model. Invariant (checked on load): the forest maps `features` to one output
@@ -226,6 +232,18 @@ impl Model {
     /// Its cross-validated accuracy.
     pub fn accuracy(&self) -> &CvAccuracy {
         &self.body.accuracy
+    }
+
+    /// Why the model failed the accuracy gate, when it was installed over it
+    /// (`--accept-inaccurate`): such a model must not move containers.
+    pub fn below_gate(&self) -> Option<&GateFailure> {
+        self.body.below_gate.as_ref()
+    }
+
+    /// The same model marked as accepted below the gate; its id changes with its body.
+    pub fn accepted_below_gate(mut self, failure: GateFailure) -> Result<Self, String> {
+        self.body.below_gate = Some(failure);
+        Self::from_trained(self.body)
     }
 
     /// Its performance categories.

@@ -46,7 +46,14 @@ impl PerformanceTable {
         let mut row_of: HashMap<(&str, u32), usize> = HashMap::new();
         let mut rows = Vec::new();
         let mut observations: Vec<Vec<Observation>> = Vec::new();
+        let left_out: BTreeSet<(&str, u32)> = data
+            .unusable()
+            .map(|r| (r.workload.as_str(), r.run))
+            .collect();
         for r in data.records() {
+            if left_out.contains(&(r.workload.as_str(), r.run)) {
+                continue;
+            }
             let row = *row_of
                 .entry((r.workload.as_str(), r.run))
                 .or_insert_with(|| {

@@ -58,6 +58,7 @@ pub(crate) fn dataset(families: &[&str], per_family: usize) -> Dataset {
                     },
                     counters,
                     provenance: Provenance::Simulated,
+                    unusable: None,
                 });
             }
         }

@@ -216,6 +216,7 @@ pub fn fit(data: &Dataset, options: &TrainOptions) -> Result<(Model, Evaluation)
         },
         categories,
         forest,
+        below_gate: None,
     };
     let model = Model::from_trained(body).map_err(|reason| TrainError::Inconsistent { reason })?;
     Ok((model, evaluation))

@@ -145,7 +145,9 @@ enum Command {
         #[command(flatten)]
         policy: PolicyArgs,
     },
-    /// Move a container now: to a placement, or where a policy says.
+    /// Move a container now: to a placement, or where a policy says. Either becomes the
+    /// container's policy (`--placement ID` pins it: policy `pinned:ID`), and the output
+    /// says so; without either, its own policy is applied.
     Place {
         container: String,
         /// An important placement id (placectl placements --vcpus N lists them).
@@ -382,6 +384,12 @@ async fn remote(
                 Some(ModeKind::Fast) => pb::MigrationMode::Fast,
                 Some(ModeKind::Throttled) => pb::MigrationMode::Throttled,
             };
+            // A placement or a policy given to `place` becomes the container's policy (a
+            // placement pins it there): said in the output, never done silently.
+            let new_policy = placement
+                .as_ref()
+                .map(|id| format!("pinned:{id}"))
+                .or_else(|| policy.policy.clone());
             let r = c
                 .place(pb::PlaceRequest {
                     container,
@@ -392,7 +400,10 @@ async fn remote(
                 .await
                 .map_err(StatusError)?
                 .into_inner();
-            out(cli::daemon::place_json(&r), cli::daemon::render_place(&r))
+            out(
+                cli::daemon::place_json(&r, new_policy.as_deref()),
+                cli::daemon::render_place(&r, new_policy.as_deref()),
+            )
         }
         Command::Watch { container, after } => {
             let mut stream = c

@@ -101,6 +101,8 @@ fn discovers_places_and_reports_a_container() {
     let j = run.json();
     assert_eq!(j["moved"], true, "{run:?}");
     assert_eq!(j["placement"], id.as_str(), "{run:?}");
+    // A placement pins the container, and the answer says so.
+    assert_eq!(j["policy"], format!("pinned:{id}"), "{run:?}");
     // The kernel agrees: the workload's threads may only run on the placement's PUs.
     assert_eq!(cpus_allowed(pid), want_cpus, "{run:?}");
     d.wait_for("c1 pinned", |j| {

@@ -420,6 +420,7 @@ pub fn watched_under_model(
             }],
             warnings: Vec::new(),
             unix_ms: 0,
+            below_gate: None,
         }),
         metric: Some(metric),
         updated_unix_ms: 0,

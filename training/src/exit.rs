@@ -33,6 +33,8 @@ fn known(e: &(dyn Error + 'static)) -> Option<Exit> {
             // Skipped measurements: the same command again retries them.
             PipelineError::Incomplete { .. } => Some(Exit::Unavailable),
             PipelineError::Data(d) => data(d),
+            // The data does not make a model good enough to act on: the operator decides.
+            PipelineError::BelowGate { .. } => Some(Exit::Refused),
             _ => None,
         };
     }

@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 
 use placed_models::data::DataError;
 use placed_models::train::TrainError;
-use placed_models::{Dataset, Evaluation, MachineClass, Model, ModelFileError, TrainOptions, fit};
+use placed_models::{
+    Dataset, Evaluation, Gate, GateFailure, MachineClass, Model, ModelFileError, TrainOptions, fit,
+};
 
 use crate::collect::{self, CollectError, Job, Summary};
 
@@ -37,12 +39,49 @@ pub enum PipelineError {
     },
     #[error(transparent)]
     ModelFile(#[from] ModelFileError),
+    /// The model failed the accuracy gate and no override was given: nothing is installed.
+    #[error("model not installed: {failure}")]
+    BelowGate {
+        failure: GateFailure,
+        /// The refused model and its evaluation, for the report that explains the refusal.
+        refused: Box<(Model, Option<Evaluation>)>,
+    },
+}
+
+/// How strict to be about a model before installing it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Acceptance {
+    pub gate: Gate,
+    /// Install a model that fails the gate, marked as such (`--accept-inaccurate`).
+    pub accept_inaccurate: bool,
+}
+
+impl Acceptance {
+    /// The model as it may be installed: unchanged when it passes, marked below the gate
+    /// when it fails and the operator accepted that, refused otherwise.
+    pub fn judge(&self, model: Model) -> Result<Model, PipelineError> {
+        match self.gate.check(model.accuracy()) {
+            Ok(()) => Ok(model),
+            Err(failure) if self.accept_inaccurate => {
+                tracing::warn!(%failure, "installing a model below the accuracy gate: the daemon will only observe with it");
+                model
+                    .accepted_below_gate(failure)
+                    .map_err(|reason| PipelineError::Train(TrainError::Inconsistent { reason }))
+            }
+            Err(failure) => Err(PipelineError::BelowGate {
+                failure,
+                refused: Box::new((model, None)),
+            }),
+        }
+    }
 }
 
 /// What the loop produced.
 #[derive(Debug)]
 pub struct Trained {
     pub collection: Summary,
+    /// What fitting left out ([`crate::report::left_out`]).
+    pub left_out: String,
     pub model: Model,
     pub evaluation: Evaluation,
     pub installed: PathBuf,
@@ -59,6 +98,7 @@ pub fn train(
     jobs: &[Box<dyn Job>],
     options: &collect::Options,
     train: &TrainOptions,
+    acceptance: &Acceptance,
     model_dir: &Path,
 ) -> Result<Trained, PipelineError> {
     // The data file defaults to living beside the models.
@@ -82,8 +122,16 @@ pub fn train(
     }
     let data = Dataset::load(&options.out)?;
     let (model, evaluation) = fit(&data, train)?;
+    let model = acceptance.judge(model).map_err(|e| match e {
+        PipelineError::BelowGate { failure, refused } => PipelineError::BelowGate {
+            failure,
+            refused: Box::new((refused.0, Some(evaluation.clone()))),
+        },
+        other => other,
+    })?;
     let installed = install(&model, model_dir)?;
     Ok(Trained {
+        left_out: crate::report::left_out(&data),
         collection,
         model,
         evaluation,

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use placed_models::accuracy::{Accuracy, ErrorSummary};
 use placed_models::model::ProbeCandidate;
-use placed_models::{Evaluation, Model, Provenance};
+use placed_models::{Dataset, Evaluation, Model, Provenance};
 
 /// The banner every report starts with: what the numbers are about and where they came from.
 pub fn banner(provenance: Provenance, fingerprint: &str, v: u32) -> String {
@@ -22,7 +22,9 @@ pub fn banner(provenance: Provenance, fingerprint: &str, v: u32) -> String {
 }
 
 fn cell(s: Option<ErrorSummary>) -> String {
-    s.map_or_else(|| "-".into(), |s| format!("{:6.2} {:7.2}", s.mean, s.worst))
+    // No scored cell (every placement measured) is no error figure, not a perfect one.
+    s.filter(|s| s.cells > 0)
+        .map_or_else(|| "-".into(), |s| format!("{:6.2} {:7.2}", s.mean, s.worst))
 }
 
 struct Columns<'a> {
@@ -92,11 +94,13 @@ fn probe_table(candidates: &[ProbeCandidate], chosen: &str) -> String {
         } else {
             ""
         };
-        let _ = writeln!(
-            out,
-            "{:<width$}  {:6.2} {:7.2}{mark}",
-            c.placement, c.error.mean, c.error.worst
-        );
+        let figures = if c.error.cells == 0 {
+            // With the probe and the baseline measured, nothing is left to predict.
+            format!("{:>6} {:>7}", "-", "-")
+        } else {
+            format!("{:6.2} {:7.2}", c.error.mean, c.error.worst)
+        };
+        let _ = writeln!(out, "{:<width$}  {figures}{mark}", c.placement);
     }
     out
 }
@@ -196,21 +200,35 @@ pub fn model_summary(model: &Model) -> String {
         model.baseline(),
         model.probe()
     );
-    let _ = writeln!(
-        out,
-        "cross-validated error (% mean / worst): forest {:.2} / {:.2}, category mean {:.2} / {:.2}, \
-         iterative method {:.2} / {:.2}{}",
-        a.forest.mean,
-        a.forest.worst,
-        a.category_mean.mean,
-        a.category_mean.worst,
-        a.iterative.mean,
-        a.iterative.worst,
-        a.counter_baseline.map_or_else(String::new, |c| format!(
-            ", counter baseline {:.2} / {:.2}",
-            c.mean, c.worst
-        ))
-    );
+    let pair = |e: ErrorSummary| {
+        if e.cells == 0 {
+            "n/a".to_owned()
+        } else {
+            format!("{:.2} / {:.2}", e.mean, e.worst)
+        }
+    };
+    if a.forest.cells == 0 {
+        let _ = writeln!(
+            out,
+            "cross-validated error: none, nothing is predicted (every placement is measured)"
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "cross-validated error (% mean / worst): forest {}, category mean {}, iterative method {}{}",
+            pair(a.forest),
+            pair(a.category_mean),
+            pair(a.iterative),
+            a.counter_baseline
+                .map_or_else(String::new, |c| format!(", counter baseline {}", pair(c)))
+        );
+    }
+    if let Some(failure) = model.below_gate() {
+        let _ = writeln!(
+            out,
+            "*** BELOW THE ACCURACY GATE (installed with --accept-inaccurate): the daemon only observes with this model ***\n    {failure}"
+        );
+    }
     if let Some(oob) = t.out_of_bag {
         let _ = writeln!(
             out,
@@ -232,6 +250,32 @@ pub fn model_summary(model: &Model) -> String {
             "  category {i} has only {} workload(s) ({}): add training workloads that behave like these",
             c.workloads.len(),
             c.workloads.join(", ")
+        );
+    }
+    out
+}
+
+/// The workload runs fitting leaves out because a measurement of theirs is unusable; empty
+/// when there are none.
+pub fn left_out(data: &Dataset) -> String {
+    let mut out = String::new();
+    let unusable: Vec<_> = data.unusable().collect();
+    if unusable.is_empty() {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "left out of fitting: {} unusable measurement(s), and with each its whole workload run:",
+        unusable.len()
+    );
+    for r in unusable {
+        let _ = writeln!(
+            out,
+            "  {} run {} in {}: {}",
+            r.workload,
+            r.run,
+            r.placement,
+            r.unusable.as_deref().unwrap_or_default()
         );
     }
     out

@@ -59,6 +59,10 @@ fn simulate_fit_evaluate_and_every_output_says_simulated() {
             "10",
             "--cv-trees",
             "5",
+            // Eight small families leave the forest about 21% off: above the default gate,
+            // and not what this test is about.
+            "--max-error",
+            "50",
         ],
         dir.path(),
     );
@@ -135,4 +139,95 @@ fn the_command_the_daemon_suggests_is_one_placed_train_accepts() {
     // And the check can fail: a flag placed-train lacks is refused before `--help`.
     let out = placed_train(&["train", "--install", "x", "--help"], dir.path());
     assert_eq!(out.status.code(), Some(2));
+}
+
+fn simulate(dir: &Path, topology: &str, vcpus: &str, noise: &str) {
+    let sim = placed_train(
+        &[
+            "simulate",
+            "--synthetic",
+            topology,
+            "--vcpus",
+            vcpus,
+            "--families",
+            "8",
+            "--workloads-per-family",
+            "3",
+            "--noise",
+            noise,
+            "--out",
+            "data.jsonl",
+        ],
+        dir,
+    );
+    assert!(sim.status.success());
+}
+
+const FAST: &[&str] = &["--trees", "10", "--cv-trees", "5"];
+
+fn fit(dir: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["fit", "--data", "data.jsonl", "--out", "model.json"];
+    args.extend(FAST);
+    args.extend(extra);
+    placed_train(&args, dir)
+}
+
+#[test]
+fn a_model_below_the_gate_is_refused_unless_accepted_and_then_marked() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Measurement noise of +/-300%: nothing can be learned from it.
+    simulate(dir.path(), TOPOLOGY, "8", "3.0");
+    let refused = fit(dir.path(), &[]);
+    assert_eq!(
+        refused.status.code(),
+        Some(4),
+        "refused: the operator decides"
+    );
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("model not installed"), "{err}");
+    assert!(
+        err.contains("--accept-inaccurate"),
+        "says what to do: {err}"
+    );
+    assert!(
+        stdout(&refused).contains("cross-validated error"),
+        "the figures behind the refusal are shown"
+    );
+    assert!(!dir.path().join("model.json").exists(), "nothing written");
+
+    let forced = fit(dir.path(), &["--accept-inaccurate"]);
+    assert!(forced.status.success());
+    assert!(stdout(&forced).contains("BELOW THE ACCURACY GATE"));
+    let model = Model::load(&dir.path().join("model.json")).expect("written");
+    assert!(model.below_gate().is_some());
+}
+
+#[test]
+fn two_placements_are_nothing_to_predict_never_zero_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Two nodes of two cores, v = 2: one node, or one core on each.
+    simulate(dir.path(), "pack:1 numa:2 l3:1 core:2 pu:1", "2", "0.01");
+    let data = placed_models::Dataset::load(&dir.path().join("data.jsonl")).expect("data");
+    assert_eq!(data.header().placements.len(), 2, "the case under test");
+    let out = fit(dir.path(), &[]);
+    assert_eq!(out.status.code(), Some(4));
+    let text = format!("{}{}", stdout(&out), String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("predicts nothing"), "{text}");
+    for zero in [" 0.00 ", "0.00 / 0.00", "0.00%"] {
+        assert!(
+            !text.contains(zero),
+            "no error figure over zero cells: {text}"
+        );
+    }
+}
+
+#[test]
+fn a_model_that_passes_the_gate_is_written_unmarked() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    simulate(dir.path(), TOPOLOGY, "8", "0.01");
+    let out = fit(dir.path(), &["--max-error", "50"]);
+    assert!(out.status.success());
+    let model = Model::load(&dir.path().join("model.json")).expect("written");
+    assert_eq!(model.below_gate(), None);
+    assert!(!stdout(&out).contains("BELOW THE ACCURACY GATE"));
 }

@@ -21,7 +21,10 @@ mod guest_support;
 /// One guest at a time (two emulated guests on a 2-core host both miss their deadlines).
 static ONE_GUEST: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-const TINY: &str = "--warmup 0.3 --window 0.25 --windows 6 --max-foreign 1 --retries 3";
+/// The interval bound is off: the guest's timings are noise (docs/training.md), and this
+/// test checks the loop, not the data.
+const TINY: &str =
+    "--warmup 0.3 --window 0.25 --windows 6 --max-foreign 1 --retries 3 --max-interval 100000";
 
 /// Runs `script` in a 2-node guest, in `dir` (shared read-write at the same path).
 fn in_guest(dir: &Path, script: &str) -> Option<(bool, String, String)> {
@@ -85,7 +88,7 @@ fn the_whole_loop_trains_and_installs_a_model_in_a_two_node_guest() {
     let exe = private_exe(&dir);
     let script = format!(
         "set -e; {exe} train --vcpus 2 --workloads {w} --runs 2 {TINY} --model-dir models \
-         --trees 20 && echo GUEST TRAIN OK; ls /sys/fs/cgroup | grep placed-train- || echo NO CGROUP LEFT",
+         --trees 20 --accept-inaccurate && echo GUEST TRAIN OK; ls /sys/fs/cgroup | grep placed-train- || echo NO CGROUP LEFT",
         w = support::workloads(3)
     );
     let Some((ok, stdout, _)) = in_guest(&dir, &script) else {
@@ -109,6 +112,10 @@ fn the_whole_loop_trains_and_installs_a_model_in_a_two_node_guest() {
     )
     .unwrap();
     assert_eq!(model.provenance(), Provenance::VirtualMachine);
+    // Two placements for v = 2 (both measured) or noisy guest timings: the gate fails, and
+    // the forced model says so, so the daemon only observes with it.
+    assert!(model.below_gate().is_some(), "{:?}", model.accuracy());
+    assert!(stdout.contains("BELOW THE ACCURACY GATE"), "{stdout}");
     let ids: Vec<&str> = model.placements().iter().map(|p| p.id.as_str()).collect();
     let want: Vec<&str> = data
         .header()

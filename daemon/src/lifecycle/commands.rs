@@ -14,6 +14,7 @@ use super::error::{DaemonError, joined};
 use super::evaluate::usable_prediction;
 use super::events::now_ms;
 use super::handle::{Handle, Registered};
+use super::models::LoadedModel;
 use super::registry::Entry;
 use super::{
     ContainerView, Daemon, ManageRequest, PlaceOutcome, PlaceTarget, Recommendation, StatusView,
@@ -200,20 +201,41 @@ impl Daemon {
 
     pub fn status(&self) -> StatusView {
         let s = &self.shared;
+        let models = s.models.all();
         StatusView {
             fingerprint: s.machine.fingerprint().to_owned(),
             uptime: s.started.elapsed(),
             counts: s.registry().counts(),
-            models: s.models.all(),
+            models: models.clone(),
             state_file: s.store.path().display().to_string(),
             cgroup: format!(
                 "{} ({})",
                 s.host.cgroups().root().display(),
                 s.host.cgroups().version()
             ),
-            warnings: s.warnings.lock().map(|w| w.clone()).unwrap_or_default(),
+            warnings: s
+                .warnings
+                .lock()
+                .map(|w| w.clone())
+                .unwrap_or_default()
+                .into_iter()
+                .chain(models.iter().filter_map(below_gate_warning))
+                .collect(),
         }
     }
+}
+
+/// Status's line for a model installed over the accuracy gate: the operator must know that
+/// containers of its size are observed, not placed.
+fn below_gate_warning(m: &LoadedModel) -> Option<String> {
+    m.model.below_gate().map(|failure| {
+        format!(
+            "model {} ({}, v = {}) is below the accuracy gate: containers it covers are observed, never moved ({failure})",
+            m.model.id(),
+            m.path.display(),
+            m.model.machine().v
+        )
+    })
 }
 
 /// Applies `Manage`'s settings to a container's entry; a change (or a container stuck

@@ -145,6 +145,17 @@ impl Handle {
         let set = self.shared.placements(rec.vcpus)?;
         let prediction = usable_prediction(&rec).cloned();
         if matches!(policy, Policy::Model { .. }) && prediction.is_none() {
+            if let Some(gated) = rec.prediction.as_ref().filter(|p| p.vcpus == rec.vcpus) {
+                if let Some(reason) = &gated.below_gate {
+                    return Err(DaemonError::BelowGate {
+                        model_id: gated.model_id.clone(),
+                        path: gated.model_path.clone(),
+                        reason: reason.clone(),
+                        vcpus: rec.vcpus,
+                        dir: self.shared.models.dir().display().to_string(),
+                    });
+                }
+            }
             return Err(DaemonError::NeedsPrediction {
                 container: rec.name.clone(),
             });

@@ -75,6 +75,20 @@ pub enum DaemonError {
         dir: String,
     },
 
+    /// The model for this machine class was installed over the accuracy gate
+    /// (`placed-train --accept-inaccurate`): its predictions are shown, never acted on.
+    #[error(
+        "model {model_id} ({path}) is below the accuracy gate ({reason}): the daemon observes with it and moves nothing; retrain on this host (`{cmd}`) to act on predictions",
+        cmd = placed_models::train_command(.vcpus, .dir)
+    )]
+    BelowGate {
+        model_id: String,
+        path: String,
+        reason: String,
+        vcpus: usize,
+        dir: String,
+    },
+
     /// The container has no metric source to be measured with.
     #[error(
         "container {} has no metric source: give it one with Manage (placectl manage {} --metric ...), or run on a host with hardware counters",
@@ -214,6 +228,7 @@ impl DaemonError {
             Self::UnknownContainer { .. } => Fault::NotFound,
             Self::Busy { .. } => Fault::Conflict,
             Self::NoModel { .. }
+            | Self::BelowGate { .. }
             | Self::NoMetric { .. }
             | Self::NoPmu
             | Self::NotPushed { .. }
@@ -285,6 +300,28 @@ pub(crate) fn joined<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_model_below_the_gate_waits_for_the_operator_and_says_how_to_act() {
+        let e = DaemonError::BelowGate {
+            model_id: "abc".into(),
+            path: "/m/mc1-x-v4.json".into(),
+            reason: "cross-validated error 217.0% mean".into(),
+            vcpus: 4,
+            dir: "/m".into(),
+        };
+        let text = e.to_string();
+        assert!(
+            text.contains("observes with it and moves nothing"),
+            "{text}"
+        );
+        assert!(
+            text.contains(&placed_models::train_command(4, "/m")),
+            "{text}"
+        );
+        assert_eq!(e.fault(), Fault::HostConfig);
+        assert!(e.may_clear(), "retried, so a retrained model is picked up");
+    }
 
     #[test]
     fn the_no_model_error_names_the_real_training_command() {

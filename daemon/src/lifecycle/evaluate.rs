@@ -12,17 +12,22 @@ use placed_core::policy::Target;
 use placed_host::cgroup::CgroupPath;
 use placed_host::migrate::Mode;
 use placed_host::observe::{
-    AnySource, Measurement, SourceSpec, Target as NoiseTarget, Verdict, compare, measure,
+    AnySource, Measurement, MetricSource as _, SourceSpec, Target as NoiseTarget, Verdict, compare,
+    measure,
 };
 
 use super::error::DaemonError;
 use super::events::{EventKind, now_ms};
 use super::handle::Handle;
+use super::models::LoadedModel;
 use super::moving::Journal;
 
-/// A prediction that applies to the container as it is now (one for another v does not).
+/// A prediction the daemon may act on: one for the container as it is now (one for another
+/// v does not apply) from a model that passed the accuracy gate.
 pub(crate) fn usable_prediction(rec: &ContainerRecord) -> Option<&PredictionRecord> {
-    rec.prediction.as_ref().filter(|p| p.vcpus == rec.vcpus)
+    rec.prediction
+        .as_ref()
+        .filter(|p| p.vcpus == rec.vcpus && p.below_gate.is_none())
 }
 
 /// The metric source a task measures with, built on demand and rebuilt when the container's
@@ -30,6 +35,9 @@ pub(crate) fn usable_prediction(rec: &ContainerRecord) -> Option<&PredictionReco
 #[derive(Debug, Default)]
 pub(crate) struct MetricSlot {
     built: Option<(SourceSpec, AnySource)>,
+    /// Watch measurements in a row whose interval missed the prediction's (the drift
+    /// rule's evidence); kept with the source because it counts that source's readings.
+    pub drift_count: u32,
 }
 
 impl MetricSlot {
@@ -51,12 +59,14 @@ impl MetricSlot {
                 .perf_dir(&cg)
                 .unwrap_or_else(|| cg.under(shared.host.cgroups().root()));
             let cpus = shared.machine.pus.usable.clone();
-            let (built, reporter) = spec.build(&rec.name, &dir, &cpus).await.map_err(|source| {
-                DaemonError::MetricSource {
+            let timeouts = shared.config.source_timeouts();
+            let (built, reporter) = spec
+                .build_with(&rec.name, &dir, &cpus, &timeouts)
+                .await
+                .map_err(|source| DaemonError::MetricSource {
                     container: rec.name.clone(),
                     source: Box::new(source),
-                }
-            })?;
+                })?;
             handle.with(|e| e.reporter = reporter)?;
             Some(self.built.insert((spec, built)))
         } else {
@@ -82,18 +92,19 @@ impl MetricSlot {
             .host
             .kernel()
             .noise_probe(NoiseTarget::Cgroup(dir), cpus);
-        measure(source, &probe, &shared.protocol)
-            .await
-            .map_err(|source| {
-                let e = DaemonError::Measure {
-                    container: rec.name.clone(),
-                    source: Box::new(source),
-                };
-                if e.fault() == placed_core::fault::Fault::HostConfig {
-                    shared.metrics.error("observe");
-                }
-                e
-            })
+        let protocol = shared
+            .config
+            .protocol_for(&shared.protocol, source.is_pulled());
+        measure(source, &probe, &protocol).await.map_err(|source| {
+            let e = DaemonError::Measure {
+                container: rec.name.clone(),
+                source: Box::new(source),
+            };
+            if e.fault() == placed_core::fault::Fault::HostConfig {
+                shared.metrics.error("observe");
+            }
+            e
+        })
     }
 }
 
@@ -129,6 +140,12 @@ impl Handle {
             .find(shared.machine.fingerprint(), set)
             .ok_or_else(|| self.no_model(rec.vcpus))?;
         let model = loaded.model.clone();
+        let below_gate = model.below_gate().map(ToString::to_string);
+        // The lifecycle acts on what it predicts, so it stops here; an on-demand prediction
+        // (Predict) only shows it, marked.
+        if let (Some(reason), Journal::EachMove) = (&below_gate, journal) {
+            return Err(self.below_gate(&loaded, reason, rec.vcpus));
+        }
         source.ensure(self, &rec).await?;
         let mut measured: Vec<(String, Measurement)> = Vec::with_capacity(2);
         for (state, placement_id) in [
@@ -173,6 +190,12 @@ impl Handle {
                 n.probe_ratio, n.nearest_interval.0, n.nearest_interval.1
             ));
         }
+        if let Some(reason) = &below_gate {
+            warnings.push(format!(
+                "model {} is below the accuracy gate ({reason}): this prediction is shown, never acted on",
+                predicted.model_id
+            ));
+        }
         if predicted.provenance != placed_models::Provenance::Real {
             warnings.push(format!(
                 "model trained on {} data: not real placement results",
@@ -210,6 +233,7 @@ impl Handle {
                 .collect(),
             warnings,
             unix_ms: now_ms(),
+            below_gate,
         };
         let stored = self.with(|e| e.store_prediction(prediction.clone(), generation))?;
         if !stored {
@@ -233,6 +257,16 @@ impl Handle {
             shared.persist().await?;
         }
         Ok(Some(prediction))
+    }
+
+    fn below_gate(&self, loaded: &LoadedModel, reason: &str, vcpus: usize) -> DaemonError {
+        DaemonError::BelowGate {
+            model_id: loaded.model.id().to_owned(),
+            path: loaded.path.display().to_string(),
+            reason: reason.to_owned(),
+            vcpus,
+            dir: self.shared.models.dir().display().to_string(),
+        }
     }
 
     fn no_model(&self, vcpus: usize) -> DaemonError {

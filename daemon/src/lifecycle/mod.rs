@@ -31,6 +31,7 @@ mod adopt;
 mod commands;
 mod decide;
 mod discovery;
+mod drift;
 pub mod error;
 mod evaluate;
 pub mod events;

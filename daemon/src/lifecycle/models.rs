@@ -246,6 +246,7 @@ mod tests {
                         },
                         counters: Default::default(),
                         provenance: Provenance::Simulated,
+                        unusable: None,
                     });
                 }
             }

@@ -222,6 +222,7 @@ mod tests {
             placements: Vec::new(),
             warnings: Vec::new(),
             unix_ms: 0,
+            below_gate: None,
         }
     }
 
@@ -238,6 +239,24 @@ mod tests {
         assert!(!e.store_prediction(prediction(4), e.settings));
         assert!(e.store_prediction(prediction(8), e.settings));
         assert_eq!(e.record.prediction.as_ref().map(|p| p.vcpus), Some(8));
+    }
+
+    #[test]
+    fn a_prediction_from_a_model_below_the_gate_is_kept_but_never_acted_on() {
+        use crate::lifecycle::evaluate::usable_prediction;
+        let mut e = entry(4);
+        let gated = PredictionRecord {
+            below_gate: Some("cross-validated error 217.0% mean".into()),
+            ..prediction(4)
+        };
+        assert!(e.store_prediction(gated, e.settings));
+        assert!(
+            e.record.prediction.is_some(),
+            "shown by containers and predict"
+        );
+        assert_eq!(usable_prediction(&e.record), None, "never placed on");
+        assert!(e.store_prediction(prediction(4), e.settings));
+        assert!(usable_prediction(&e.record).is_some());
     }
 
     #[test]

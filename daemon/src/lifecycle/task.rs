@@ -18,8 +18,10 @@ use placed_core::policy::Policy;
 use placed_host::observe::SourceSpec;
 
 use super::decide::Why;
+use super::drift;
 use super::error::DaemonError;
 use super::evaluate::{MetricSlot, usable_prediction};
+use super::events::now_ms;
 use super::handle::Handle;
 use super::moving::Journal;
 
@@ -179,8 +181,9 @@ async fn place_by_own_policy(
     Ok(Next::Idle)
 }
 
-/// A watched container under the model policy: measured in place; when it strays from its
-/// prediction by more than the configured drift, it is evaluated again.
+/// A watched container under the model policy: measured in place; when its observed
+/// interval misses the prediction's for `policy.drift_windows` measurements in a row, past
+/// the cool-down, it is evaluated again ([`drift`]).
 async fn watch(
     handle: &Handle,
     rec: &ContainerRecord,
@@ -194,9 +197,7 @@ async fn watch(
     let Some(placement) = rec.assigned.as_ref().and_then(|a| a.placement.clone()) else {
         return Ok(Next::Idle);
     };
-    let (Some(relative), Some(base)) =
-        (prediction.relative(&placement), prediction.baseline_value())
-    else {
+    let Some((relative, spread)) = prediction.predicted(&placement) else {
         return Ok(Next::Sleep(interval));
     };
     let guard = handle.begin("watching").await?;
@@ -210,21 +211,43 @@ async fn watch(
             return Ok(Next::Sleep(interval));
         }
     };
-    let expected = base * relative;
-    let drift = (m.estimate.value / expected - 1.0).abs();
-    if expected > 0.0 && drift > handle.shared.config.policy.drift {
-        handle.set_state(
-            Lifecycle::Discovered,
-            &format!(
-                "observed {:.3} against {:.3} predicted ({:.0}% off): evaluating again",
-                m.estimate.value,
-                expected,
-                drift * 100.0
-            ),
-        );
-        handle.with(|e| e.record.prediction = None)?;
-        drop(guard);
-        return Ok(Next::Again);
+    let Some(baseline) = prediction.baseline_interval() else {
+        return Ok(Next::Sleep(interval));
+    };
+    let policy = &handle.shared.config.policy;
+    let predicted = drift::predicted_interval(baseline, relative, spread, policy.drift);
+    let observed = (m.estimate.lo, m.estimate.hi);
+    let rule = drift::Rule {
+        windows: policy.drift_windows,
+        cooldown: policy.cooldown,
+    };
+    let since = Duration::from_millis(
+        u64::try_from(now_ms().saturating_sub(prediction.unix_ms)).unwrap_or(0),
+    );
+    let off = !drift::overlap(observed, predicted);
+    let verdict = rule.judge(off, &mut source.drift_count, since);
+    let seen = format!(
+        "observed {:.3} [{:.3}, {:.3}] against {:.3}-{:.3} predicted",
+        m.estimate.value, observed.0, observed.1, predicted.0, predicted.1
+    );
+    match verdict {
+        drift::Verdict::Holds => {}
+        drift::Verdict::Off { count } => {
+            tracing::info!(container = %rec.name, count, windows = rule.windows, "{seen}: off its prediction");
+        }
+        drift::Verdict::CoolingDown { count, left } => {
+            tracing::info!(container = %rec.name, count, left_s = left.as_secs(), "{seen}: off its prediction, in the cool-down after its last evaluation");
+        }
+        drift::Verdict::Reevaluate { count } => {
+            handle.set_state(
+                Lifecycle::Discovered,
+                &format!("{seen} in {count} watch measurements in a row: evaluating again"),
+            );
+            source.drift_count = 0;
+            handle.with(|e| e.record.prediction = None)?;
+            drop(guard);
+            return Ok(Next::Again);
+        }
     }
     Ok(Next::Sleep(interval))
 }

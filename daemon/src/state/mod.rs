@@ -100,6 +100,10 @@ pub struct PredictionRecord {
     /// Novelty, simulated training data, inconclusive comparisons.
     pub warnings: Vec<String>,
     pub unix_ms: i64,
+    /// Why the model that made it failed the accuracy gate: such a prediction is shown,
+    /// never acted on. Absent in state files from before the gate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub below_gate: Option<String>,
 }
 
 impl PredictionRecord {
@@ -108,6 +112,22 @@ impl PredictionRecord {
             .iter()
             .find(|p| p.placement == placement)
             .map(|p| p.relative)
+    }
+
+    /// The predicted ratio to the baseline in `placement` and its spread.
+    pub fn predicted(&self, placement: &str) -> Option<(f64, f64)> {
+        self.placements
+            .iter()
+            .find(|p| p.placement == placement)
+            .map(|p| (p.relative, p.spread))
+    }
+
+    /// The baseline observation as (low, value, high).
+    pub fn baseline_interval(&self) -> Option<(f64, f64, f64)> {
+        self.observations
+            .iter()
+            .find(|o| o.placement == self.baseline)
+            .map(|o| (o.low, o.value, o.high))
     }
 
     /// The baseline's absolute performance, to turn relative predictions into expectations.

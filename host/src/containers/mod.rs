@@ -13,6 +13,7 @@
 
 mod engine;
 mod patterns;
+mod protected;
 mod reference;
 
 use std::collections::BTreeMap;
@@ -20,6 +21,7 @@ use std::fmt;
 
 pub use engine::{Engine, EngineContainer, EngineError};
 pub use patterns::{Classified, classify};
+pub use protected::{DENIED_UNITS, protected};
 pub use reference::{BadReference, MIN_ID_PREFIX, Reference};
 
 use crate::cgroup::{self, CgroupPath, Cgroups, IoError, Version};
@@ -140,6 +142,13 @@ pub enum Error {
     #[error("process {pid} is in no cgroup of the {version} cpuset hierarchy")]
     NoCpusetLine { pid: u32, version: Version },
 
+    #[error("{reference:?} ({cgroup}) is never managed: {reason}")]
+    Protected {
+        reference: String,
+        cgroup: CgroupPath,
+        reason: String,
+    },
+
     #[error(transparent)]
     Cgroup(#[from] cgroup::Error),
 }
@@ -147,7 +156,9 @@ pub enum Error {
 impl Error {
     pub fn fault(&self) -> Fault {
         match self {
-            Error::BadReference(_) | Error::Ambiguous { .. } => Fault::InvalidInput,
+            Error::BadReference(_) | Error::Ambiguous { .. } | Error::Protected { .. } => {
+                Fault::InvalidInput
+            }
             Error::NotFound { .. } | Error::NotRunning { .. } => Fault::NotFound,
             Error::Engine { source, .. } if source.is_absent() => Fault::HostConfig,
             Error::Engine { .. } => Fault::Transient,
@@ -188,8 +199,27 @@ impl Discovery {
         &self.cgroups
     }
 
-    /// The container that `input` names; see [`Reference`] for the syntax.
+    /// The container that `input` names; see [`Reference`] for the syntax. A cgroup that
+    /// must never be managed ([`protected`]) is refused, whatever names it.
     pub fn resolve(&self, input: &str) -> Result<Container, Error> {
+        let found = self.resolve_any(input)?;
+        match protected(&found.cgroup, self.own_cgroup().as_ref()) {
+            Some(reason) => Err(Error::Protected {
+                reference: input.to_owned(),
+                cgroup: found.cgroup,
+                reason,
+            }),
+            None => Ok(found),
+        }
+    }
+
+    /// The daemon's (this process's) own cgroup in the cpuset hierarchy, read each time: a
+    /// service manager may move it.
+    fn own_cgroup(&self) -> Option<CgroupPath> {
+        self.cgroup_of_pid(std::process::id()).ok()
+    }
+
+    fn resolve_any(&self, input: &str) -> Result<Container, Error> {
         let reference = Reference::parse(input)?;
         let not_found = |hint: &str| Error::NotFound {
             reference: input.to_owned(),
@@ -254,9 +284,11 @@ impl Discovery {
                 Err(e) => tracing::warn!(error = %e, "cannot list {} containers", engine.runtime),
             }
         }
+        let own = self.own_cgroup();
         let mut out: Vec<Container> = self
             .walk()?
             .into_iter()
+            .filter(|p| protected(p, own.as_ref()).is_none())
             .filter_map(|p| {
                 let c = classify(&p)?;
                 let name = names

@@ -220,3 +220,42 @@ fn labels_cut_ids_at_character_boundaries() {
     assert_eq!(with_id(A).label(), &A[..12]);
     assert_eq!(short_id("x"), "x");
 }
+
+#[test]
+fn the_host_s_own_units_and_the_daemon_are_never_containers() {
+    let k = FakeKernel::v1("0-3", "0");
+    for p in [
+        "/init.scope",
+        "/system.slice/systemd-journald.service",
+        "/system.slice/containerd.service",
+        "/system.slice/my-placed.service",
+        "/system.slice/stream.service",
+    ] {
+        k.cgroup(p, "0-3", "0");
+    }
+    // This process, as the daemon, under a unit name the deny list does not know.
+    k.proc_file(
+        std::process::id(),
+        "cgroup",
+        "4:cpuset:/system.slice/my-placed.service\n",
+    );
+    let d = Discovery::new(k.cgroups(), k.files(), Vec::new());
+    let listed: Vec<String> = d.list().unwrap().iter().map(|c| c.id.clone()).collect();
+    assert_eq!(listed, ["stream.service"]);
+    for (reference, why) in [
+        ("cgroup:/init.scope", "init.scope"),
+        ("systemd-journald.service", "system unit"),
+        (
+            "cgroup:/system.slice/my-placed.service",
+            "daemon's own cgroup",
+        ),
+        ("cgroup:/system.slice", "holds the daemon's own cgroup"),
+        ("cgroup:/", "root cgroup"),
+    ] {
+        let err = d.resolve(reference).unwrap_err();
+        assert!(matches!(err, Error::Protected { .. }), "{reference}: {err}");
+        assert_eq!(err.fault(), Fault::InvalidInput);
+        assert!(err.to_string().contains(why), "{reference}: {err}");
+    }
+    assert_eq!(d.resolve("stream.service").unwrap().id, "stream.service");
+}

@@ -46,7 +46,7 @@ pub use self::prometheus::{PrometheusConfig, PrometheusError, PrometheusSource};
 pub use self::protocol::{Measurement, ObserveError, Protocol, WindowRecord, block_on, measure};
 pub use self::pushed::{PushedError, PushedSource, Reporter};
 pub use self::source::{Kind, MetricSource, Reading, SourceError};
-pub use self::spec::{AnySource, SourceSpec, SpecError};
+pub use self::spec::{AnySource, SourceSpec, SourceTimeouts, SpecError};
 pub use self::stats::{
     Estimate, coefficient_of_variation, median, median_interval, ratio_interval,
 };

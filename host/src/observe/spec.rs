@@ -18,6 +18,27 @@ use super::prometheus::{PrometheusConfig, PrometheusError, PrometheusSource};
 use super::pushed::{self, PushedSource, Reporter};
 use super::source::{Kind, MetricSource, Reading, SourceError};
 
+/// Bounds on one reading of a pulled source. A Prometheus exporter inside a saturated
+/// container can take seconds to answer; the daemon's `[observe]` section sets these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SourceTimeouts {
+    /// One Prometheus scrape, connection included.
+    pub scrape: Duration,
+    /// One run of a command source.
+    pub command: Duration,
+}
+
+impl Default for SourceTimeouts {
+    fn default() -> Self {
+        Self {
+            // An exporter on the same host answers in milliseconds; 2 s leaves room for a
+            // busy one without letting a dead one stall a 0.5 s window for long.
+            scrape: Duration::from_secs(2),
+            command: Duration::from_secs(5),
+        }
+    }
+}
+
 /// How to observe a container.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
@@ -107,6 +128,18 @@ impl SourceSpec {
         cgroup_dir: &Path,
         cpus: &CpuSet,
     ) -> Result<(AnySource, Option<Reporter>), SpecError> {
+        self.build_with(name, cgroup_dir, cpus, &SourceTimeouts::default())
+            .await
+    }
+
+    /// [`SourceSpec::build`] with the given bounds on a scrape and a command run.
+    pub async fn build_with(
+        &self,
+        name: &str,
+        cgroup_dir: &Path,
+        cpus: &CpuSet,
+        timeouts: &SourceTimeouts,
+    ) -> Result<(AnySource, Option<Reporter>), SpecError> {
         Ok(match self {
             Self::Pushed { counter } => {
                 let kind = if *counter { Kind::Counter } else { Kind::Gauge };
@@ -122,7 +155,7 @@ impl SourceSpec {
                     url: url.clone(),
                     selector: parsed,
                     kind: None,
-                    timeout: Duration::from_secs(2),
+                    timeout: timeouts.scrape,
                 };
                 (
                     AnySource::Prometheus(PrometheusSource::connect(config).await?),
@@ -133,7 +166,7 @@ impl SourceSpec {
                 let config = CommandConfig {
                     argv: argv.clone(),
                     kind: if *counter { Kind::Counter } else { Kind::Gauge },
-                    timeout: Duration::from_secs(5),
+                    timeout: timeouts.command,
                 };
                 (AnySource::Command(CommandSource::new(config)?), None)
             }

@@ -254,3 +254,36 @@ fn from_parts_validates_like_a_file() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn an_unusable_record_loads_without_a_number_and_its_run_is_left_out_of_fitting() {
+    let mut lines = good();
+    lines.push(run("c1", "c", "n1", "90"));
+    lines.push(run("c1", "c", "n2", "null").replace(
+        r#""provenance":"real""#,
+        r#""provenance":"real","unusable":"interval +/-296% wider than +/-10%""#,
+    ));
+    let data = parse(&lines).expect("an unusable record is valid data");
+    let unusable: Vec<&RunRecord> = data.unusable().collect();
+    assert_eq!(unusable.len(), 1);
+    assert!(unusable[0].performance.value.is_nan());
+    assert!(!data.run_is_usable("c1", 0));
+    assert!(data.run_is_usable("a1", 0));
+    let table = crate::table::PerformanceTable::new(&data, 0);
+    let rows: Vec<&str> = table.rows().iter().map(|r| r.workload.as_str()).collect();
+    assert_eq!(rows, ["a1", "b1"], "c1 has no complete vector");
+    // Written back as null with its reason, read back the same.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("d.jsonl");
+    data.save(&path).expect("writable");
+    let text = std::fs::read_to_string(&path).expect("readable");
+    assert!(
+        text.contains(r#""value":null"#) && text.contains("+/-296%"),
+        "{text}"
+    );
+    assert_eq!(Dataset::load(&path).expect("loads").unusable().count(), 1);
+    // Without the mark, a missing number is still refused.
+    let mut bad = good();
+    bad.push(run("c1", "c", "n1", "null"));
+    assert!(matches!(refused(&bad).1, Problem::InvalidValue { .. }));
+}

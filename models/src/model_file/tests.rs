@@ -166,3 +166,30 @@ fn a_missing_file_names_its_path() {
         matches!(Model::load(&path), Err(ModelFileError::Io { action: "read", path: p, .. }) if p == path)
     );
 }
+
+#[test]
+fn a_model_accepted_below_the_gate_says_so_after_a_round_trip() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let passed = model();
+    assert_eq!(passed.below_gate(), None);
+    let failure = crate::gate::GateFailure::TooInaccurate {
+        mean: 217.0,
+        worst: 2134.0,
+        max: 10.0,
+    };
+    let forced = passed
+        .clone()
+        .accepted_below_gate(failure.clone())
+        .expect("consistent");
+    assert_ne!(forced.id(), passed.id(), "the mark is part of the body");
+    let path = dir.path().join("forced.json");
+    forced.save(&path).expect("writable");
+    let back = Model::load_for(&path, &this_machine()).expect("loads");
+    assert_eq!(back.below_gate(), Some(&failure));
+    assert_eq!(back.id(), forced.id());
+    // A model that passed writes no mark, so files from before the gate keep their ids.
+    let plain = dir.path().join("plain.json");
+    passed.save(&plain).expect("writable");
+    let text = std::fs::read_to_string(&plain).expect("readable");
+    assert!(!text.contains("below_gate"), "{text}");
+}

@@ -358,13 +358,15 @@ pub fn recommendation_json(r: &pb::RecommendResponse) -> Value {
     })
 }
 
-pub fn render_place(r: &pb::PlaceResponse) -> String {
+/// `new_policy`: the policy the request made the container's own (`pinned:<id>` for a
+/// placement), to be said rather than changed silently.
+pub fn render_place(r: &pb::PlaceResponse, new_policy: Option<&str>) -> String {
     let target = if r.placement_id.is_empty() {
         "unpinned".to_owned()
     } else {
         r.placement_id.clone()
     };
-    if r.moved {
+    let mut text = if r.moved {
         format!(
             "{} moved to {target}: cpus {}, mems {} ({} bytes migrated in {} ms)\n{}\n",
             r.container,
@@ -376,16 +378,24 @@ pub fn render_place(r: &pb::PlaceResponse) -> String {
         )
     } else {
         format!("{} not moved: {}\n", r.container, r.reason)
+    };
+    if let Some(policy) = new_policy {
+        text.push_str(&format!(
+            "policy of {} is now {policy}: the daemon keeps it there; `placectl manage {} --policy ...` changes it\n",
+            r.container, r.container
+        ));
     }
+    text
 }
 
-pub fn place_json(r: &pb::PlaceResponse) -> Value {
+pub fn place_json(r: &pb::PlaceResponse, new_policy: Option<&str>) -> Value {
     json!({
         "schema": "placed.place/v1",
         "container": r.container,
         "placement": if r.placement_id.is_empty() { Value::Null } else { json!(r.placement_id) },
         "cpus": r.cpus, "mems": r.mems, "moved": r.moved,
         "bytes_moved": r.bytes_moved, "duration_ms": millis(r.duration.as_ref()), "reason": r.reason,
+        "policy": new_policy,
     })
 }
 
@@ -429,4 +439,37 @@ pub fn event_json(e: &pb::WatchResponse) -> Value {
         "placement": if e.placement_id.is_empty() { Value::Null } else { json!(e.placement_id) },
         "message": e.message,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn response() -> pb::PlaceResponse {
+        pb::PlaceResponse {
+            container: "web".into(),
+            placement_id: "numa1-a".into(),
+            cpus: "0-3".into(),
+            mems: "0".into(),
+            moved: true,
+            reason: "ordered".into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_placement_says_it_pins_the_container() {
+        let text = render_place(&response(), Some("pinned:numa1-a"));
+        assert!(
+            text.contains("policy of web is now pinned:numa1-a"),
+            "{text}"
+        );
+        assert_eq!(
+            place_json(&response(), Some("pinned:numa1-a"))["policy"],
+            "pinned:numa1-a"
+        );
+        // Its own policy applied: nothing changes, nothing to say.
+        assert!(!render_place(&response(), None).contains("policy"));
+        assert!(place_json(&response(), None)["policy"].is_null());
+    }
 }

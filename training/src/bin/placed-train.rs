@@ -186,9 +186,14 @@ struct CollectFlags {
     /// disturbed [default: 0.05]; 1 turns the rule off (a shared test machine).
     #[arg(long)]
     max_foreign: Option<f64>,
-    /// Further attempts for a measurement the protocol refuses, before it is skipped.
+    /// Further attempts, each with longer windows, for a measurement the protocol refuses
+    /// (then skipped) or whose interval is wider than --max-interval (then recorded as
+    /// unusable).
     #[arg(long, default_value_t = 2)]
     retries: u32,
+    /// Widest acceptable 95% interval of a measurement, in percent of its median (+/-).
+    #[arg(long, default_value_t = 100.0 * collect::DEFAULT_MAX_INTERVAL)]
+    max_interval: f64,
 }
 
 impl CollectFlags {
@@ -233,6 +238,13 @@ impl CollectFlags {
             runs: self.runs,
             protocol: self.protocol()?,
             retries: self.retries,
+            max_interval: {
+                anyhow::ensure!(
+                    self.max_interval.is_finite() && self.max_interval > 0.0,
+                    "--max-interval must be a positive percentage"
+                );
+                self.max_interval / 100.0
+            },
             out,
             machine_file: self.machine_file.clone(),
             exe: std::env::current_exe().context("finding the placed-train binary")?,
@@ -264,6 +276,14 @@ struct TrainFlags {
     /// Do not feed counters to the forest even when the data has them.
     #[arg(long)]
     no_counters: bool,
+    /// The accuracy gate: largest mean cross-validated error (percent) of a model that
+    /// `fit`/`train` install (see docs/training.md, "The accuracy gate").
+    #[arg(long, default_value_t = placed_models::gate::DEFAULT_MAX_MEAN_ERROR)]
+    max_error: f64,
+    /// Install a model that fails the accuracy gate anyway; the file records that it is
+    /// below the gate and the daemon only observes with it.
+    #[arg(long)]
+    accept_inaccurate: bool,
 }
 
 impl TrainFlags {
@@ -278,6 +298,19 @@ impl TrainFlags {
             },
             counters_as_inputs: !self.no_counters,
         }
+    }
+
+    fn acceptance(&self) -> anyhow::Result<pipeline::Acceptance> {
+        anyhow::ensure!(
+            self.max_error.is_finite() && self.max_error > 0.0,
+            "--max-error must be a positive percentage"
+        );
+        Ok(pipeline::Acceptance {
+            gate: placed_models::Gate {
+                max_mean_error: self.max_error,
+            },
+            accept_inaccurate: self.accept_inaccurate,
+        })
     }
 }
 
@@ -327,7 +360,27 @@ fn print_collection(s: &Summary, out: &Path) {
     for skipped in &s.skipped {
         println!("skipped: {skipped}");
     }
+    for unusable in &s.unusable {
+        println!("unusable: {unusable}");
+    }
+    if !s.unusable.is_empty() {
+        println!(
+            "{} measurement(s) recorded as unusable (not a number): fitting leaves their workload runs out; an idle host, more --retries or longer --windows may measure them; delete their lines from the data file to measure them again",
+            s.unusable.len()
+        );
+    }
     println!("data: {}", out.display());
+}
+
+/// The figures behind a refusal by the accuracy gate, printed before the error says why.
+fn print_refused(e: &pipeline::PipelineError) {
+    if let pipeline::PipelineError::BelowGate { refused, .. } = e {
+        let (model, evaluation) = refused.as_ref();
+        if let Some(evaluation) = evaluation {
+            print!("{}", report::evaluation_tables(evaluation));
+        }
+        print!("{}", report::model_summary(model));
+    }
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -382,8 +435,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let default = model_dir.join(format!("data-v{}.jsonl", collect.vcpus));
             let options = collect.options(Some(default))?;
             let jobs = collect.jobs()?;
-            let trained = pipeline::train(&jobs, &options, &train.options(), &model_dir)?;
+            let acceptance = train.acceptance()?;
+            let trained =
+                pipeline::train(&jobs, &options, &train.options(), &acceptance, &model_dir)
+                    .inspect_err(print_refused)?;
             print_collection(&trained.collection, &options.out);
+            print!("{}", trained.left_out);
             print!("{}", report::evaluation_tables(&trained.evaluation));
             print!("{}", report::model_summary(&trained.model));
             println!(
@@ -394,13 +451,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Cli::Fit { data, out, train } => {
             let dataset = Dataset::load(&data)?;
+            print!("{}", report::left_out(&dataset));
+            let acceptance = train.acceptance()?;
             let (model, _) = fit(&dataset, &train.options()).context("fitting the model")?;
+            let model = acceptance.judge(model).inspect_err(print_refused)?;
             model.save(&out)?;
             print!("{}", report::model_summary(&model));
             println!("wrote {}", out.display());
         }
         Cli::Evaluate { data, plots, train } => {
             let dataset = Dataset::load(&data)?;
+            print!("{}", report::left_out(&dataset));
             let evaluation = evaluate(&dataset, &train.options()).context("evaluating")?;
             print!("{}", report::evaluation_tables(&evaluation));
             if let Some(dir) = plots {

@@ -304,6 +304,7 @@ mod tests {
             },
             counters: Default::default(),
             provenance: Provenance::VirtualMachine,
+            unusable: None,
         }
     }
 

@@ -6,6 +6,7 @@
 //!   and their guards. `progress`: done/total and time left. `job`: what can be run;
 //!   `selftest`: two tiny workloads for testing the collector alone.
 
+mod attempts;
 pub mod cgroups;
 pub mod data_file;
 mod job;
@@ -19,12 +20,13 @@ use std::time::{Duration, Instant};
 use placed_core::cpuset::{CpuSet, NodeSet};
 use placed_core::machine::{Machine, MachineError, TopologySource};
 use placed_core::placement::{Placement, PlacementError, PlacementSet, important_placements};
-use placed_host::observe::{Measurement as Observed, ObserveError, ProcProbe, Protocol, Target};
+use placed_host::observe::{Measurement as Observed, ObserveError, Protocol};
 use placed_models::Provenance;
 use placed_models::data::{
     DATA_FORMAT_VERSION, MachineHeader, Measurement, PlacementInfo, RunRecord,
 };
 
+pub use self::attempts::{DEFAULT_MAX_INTERVAL, Outcome, longer_window, relative_interval};
 pub use self::cgroups::{CgroupError, Parent, RunCgroup};
 pub use self::data_file::{DataFile, DataFileError};
 pub use self::job::{Job, Started};
@@ -32,7 +34,7 @@ pub use self::progress::human;
 pub use self::selftest::NAMES as SELFTEST_NAMES;
 use crate::interrupt;
 use crate::provenance;
-use crate::workloads::{self, Launch};
+use crate::workloads;
 
 /// Why a collection stopped.
 #[derive(Debug, thiserror::Error)]
@@ -77,8 +79,12 @@ pub struct Options {
     pub vcpus: usize,
     pub runs: u32,
     pub protocol: Protocol,
-    /// Further attempts after a measurement the protocol refuses (or a workload that fails).
+    /// Further attempts after a measurement the protocol refuses (or a workload that fails),
+    /// or whose interval is wider than `max_interval`.
     pub retries: u32,
+    /// Widest acceptable 95% interval, as a half-width relative to the median
+    /// ([`attempts::DEFAULT_MAX_INTERVAL`]).
+    pub max_interval: f64,
     pub out: PathBuf,
     pub machine_file: Option<PathBuf>,
     /// The `placed-train` binary, which runs the built-in kernels.
@@ -96,6 +102,9 @@ pub struct Summary {
     pub measured: usize,
     /// Measurements given up after every retry, with the last reason.
     pub skipped: Vec<String>,
+    /// Measurements recorded as unusable in this collection (interval too wide after every
+    /// attempt), with the reason; fitting leaves their runs out.
+    pub unusable: Vec<String>,
     pub elapsed: Duration,
 }
 
@@ -244,6 +253,7 @@ pub fn collect(jobs: &[Box<dyn Job>], options: &Options) -> Result<Summary, Coll
         already_done,
         measured: 0,
         skipped: Vec::new(),
+        unusable: Vec::new(),
         elapsed: Duration::ZERO,
     };
     if todo.is_empty() {
@@ -270,148 +280,62 @@ pub fn collect(jobs: &[Box<dyn Job>], options: &Options) -> Result<Summary, Coll
             placement.mems,
             human(progress.left())
         );
-        let mut last_error = String::new();
-        let mut measured = None;
-        for attempt in 0..=options.retries {
-            if interrupt::raised() {
-                return Err(CollectError::Interrupted {
-                    signal: interrupt::signal(),
-                });
+        let outcome = attempts::measure(
+            job.as_ref(),
+            placement,
+            options,
+            &mut parent,
+            &scratch_root,
+            progress.done(),
+        )?;
+        let what = || format!("{} run {} in {}", job.name(), step.run, placement.id);
+        match outcome {
+            Outcome::Measured(m) => {
+                let record = record(
+                    &header,
+                    job.as_ref(),
+                    step.run,
+                    placement,
+                    &m,
+                    detection.provenance,
+                );
+                eprintln!(
+                    "placed-train:   {:.4e} {} +/- {:.1}% over {} windows ({:.1} s)",
+                    record.performance.value,
+                    record.performance.unit,
+                    100.0 * record.performance.spread / record.performance.value,
+                    record.performance.repetitions,
+                    begun.elapsed().as_secs_f64()
+                );
+                data.append(&record)?;
+                summary.measured += 1;
             }
-            let scratch = scratch_root.join(format!("m{}-{attempt}", progress.done()));
-            match measure_once(
-                job.as_ref(),
-                placement,
-                options,
-                attempt,
-                &mut parent,
-                &scratch,
-            )? {
-                Ok(m) => {
-                    measured = Some(m);
-                    break;
-                }
-                Err(why) => {
-                    eprintln!(
-                        "placed-train:   attempt {} of {} failed: {why}",
-                        attempt + 1,
-                        options.retries + 1
-                    );
-                    last_error = why;
-                }
+            Outcome::Unusable { reason } => {
+                let record = unusable(
+                    &header,
+                    job.as_ref(),
+                    step.run,
+                    placement,
+                    &reason,
+                    detection.provenance,
+                );
+                eprintln!("placed-train:   recorded as unusable: {reason}");
+                tracing::warn!(measurement = %what(), %reason, "measurement unusable");
+                data.append(&record)?;
+                summary.unusable.push(format!("{}: {reason}", what()));
             }
-        }
-        if let Some(m) = measured {
-            let record = record(
-                &header,
-                job.as_ref(),
-                step.run,
-                placement,
-                &m,
-                detection.provenance,
-            );
-            eprintln!(
-                "placed-train:   {:.4e} {} +/- {:.1}% over {} windows ({:.1} s)",
-                record.performance.value,
-                record.performance.unit,
-                100.0 * record.performance.spread / record.performance.value,
-                record.performance.repetitions,
-                begun.elapsed().as_secs_f64()
-            );
-            data.append(&record)?;
-            summary.measured += 1;
-        } else {
-            let what = format!(
-                "{} run {} in {}: {last_error}",
-                job.name(),
-                step.run,
-                placement.id
-            );
-            eprintln!("placed-train:   skipped {what}; run the command again to retry it");
-            tracing::warn!(skipped = %what, "measurement skipped");
-            summary.skipped.push(what);
+            Outcome::Failed(last_error) => {
+                let what = format!("{}: {last_error}", what());
+                eprintln!("placed-train:   skipped {what}; run the command again to retry it");
+                tracing::warn!(skipped = %what, "measurement skipped");
+                summary.skipped.push(what);
+            }
         }
         progress.finished(begun.elapsed());
     }
     drop(parent);
     summary.elapsed = started.elapsed();
     Ok(summary)
-}
-
-/// One attempt: cgroup, launch, measure, stop, remove. The outer error is fatal (cgroups,
-/// signals), the inner one a failed attempt worth retrying.
-fn measure_once(
-    job: &dyn Job,
-    placement: &Placement,
-    options: &Options,
-    attempt: u32,
-    parent: &mut Parent,
-    scratch: &Path,
-) -> Result<Result<Observed, String>, CollectError> {
-    let cgroup = parent.run(&placement.cpus, &placement.mems)?;
-    let scratch = Scratch::create(scratch)?;
-    let launch = Launch {
-        threads: options.vcpus,
-        cgroup_dir: cgroup.dir(),
-        extra_cgroup_dirs: &[],
-        scratch: &scratch.0,
-        exe: &options.exe,
-    };
-    let mut running = match job.start(&launch) {
-        Ok(r) => r,
-        Err(e) => return Ok(Err(e.to_string())),
-    };
-    let probe = ProcProbe::new(
-        Target::Cgroup(cgroup.dir().to_owned()),
-        Some(placement.cpus.clone()),
-    );
-    // A workload whose rate moves in coarse steps needs windows at least that long.
-    let mut protocol = options.protocol.clone();
-    if let Some(min) = job.min_window() {
-        protocol.window = protocol.window.max(min);
-    }
-    protocol.window = longer_window(protocol.window, attempt);
-    let outcome = placed_host::observe::block_on(async {
-        tokio::select! {
-            m = placed_host::observe::measure(running.source(), &probe, &protocol) => Some(m),
-            () = interrupt::wait() => None,
-        }
-    });
-    if let Err(e) = running.stop() {
-        tracing::warn!(error = %e, "stopping the workload failed; its cgroup is emptied anyway");
-    }
-    drop(cgroup);
-    match outcome {
-        Err(e) => Ok(Err(chain(&e))),
-        Ok(None) => Err(CollectError::Interrupted {
-            signal: interrupt::signal(),
-        }),
-        Ok(Some(Err(e))) => Ok(Err(chain(&e))),
-        Ok(Some(Ok(m))) if !(m.estimate.value.is_finite() && m.estimate.value > 0.0) => Ok(Err(
-            format!("the workload made no progress (rate {})", m.estimate.value),
-        )),
-        Ok(Some(Ok(m))) => Ok(Ok(m)),
-    }
-}
-
-/// The window for a retry: most refusals on a slow host (a guest, an emulated one above
-/// all) come from a workload whose rate advances in steps longer than the window (a
-/// counter that did not move, a window without a reading), so each retry doubles it, up to
-/// 4 s.
-pub fn longer_window(window: Duration, attempt: u32) -> Duration {
-    let longer = window.saturating_mul(1 << attempt.min(4));
-    longer.min(Duration::from_secs(4)).max(window)
-}
-
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
 }
 
 fn record(
@@ -438,6 +362,35 @@ fn record(
         },
         counters: Default::default(),
         provenance,
+        unusable: None,
+    }
+}
+
+/// The record of a measurement that was never good enough: no number, and why.
+fn unusable(
+    header: &MachineHeader,
+    job: &dyn Job,
+    run: u32,
+    placement: &Placement,
+    reason: &str,
+    provenance: Provenance,
+) -> RunRecord {
+    RunRecord {
+        fingerprint: header.fingerprint.clone(),
+        v: header.v,
+        workload: job.name().to_owned(),
+        family: job.family().to_owned(),
+        run,
+        placement: placement.id.clone(),
+        performance: Measurement {
+            value: f64::NAN,
+            unit: job.unit().to_owned(),
+            repetitions: 0,
+            spread: f64::NAN,
+        },
+        counters: Default::default(),
+        provenance,
+        unusable: Some(reason.to_owned()),
     }
 }
 

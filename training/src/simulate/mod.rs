@@ -136,6 +136,7 @@ pub fn simulate(
                     },
                     counters,
                     provenance: Provenance::Simulated,
+                    unusable: None,
                 });
             }
         }

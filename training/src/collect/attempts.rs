@@ -1,0 +1,210 @@
+//! One measurement's attempts: each in a fresh cgroup with a fresh start of the workload,
+//! each retry with longer windows. An attempt the protocol refuses is retried; so is one
+//! whose interval is wider than the bound (`--max-interval`), and when every attempt was too
+//! wide the measurement is recorded as unusable rather than learned from
+//! (docs/training.md, "Measurements that are not good enough").
+
+use std::path::Path;
+use std::time::Duration;
+
+use placed_core::placement::Placement;
+use placed_host::observe::{Measurement as Observed, ProcProbe, Target};
+
+use super::{CollectError, Job, Options, Parent, Scratch};
+use crate::interrupt;
+use crate::workloads::Launch;
+
+/// The default bound on a measurement's 95% interval, as a half-width relative to the
+/// median. Placements the model must tell apart differ by 5-50%, and the accuracy gate
+/// allows a 10% mean error: a record known only to +/-10% would spend that budget alone.
+pub const DEFAULT_MAX_INTERVAL: f64 = 0.10;
+
+/// What the attempts of one measurement came to.
+#[derive(Debug)]
+pub enum Outcome {
+    /// A measurement within the bound.
+    Measured(Observed),
+    /// Every attempt that measured was wider than the bound: recorded, as not a number.
+    Unusable { reason: String },
+    /// Every attempt failed (refused, workload failed): nothing to record; the last reason.
+    Failed(String),
+}
+
+/// The relative half-width of a measurement's interval.
+pub fn relative_interval(m: &Observed) -> f64 {
+    ((m.estimate.hi - m.estimate.lo) / 2.0).max(0.0) / m.estimate.value
+}
+
+/// A fraction as a percentage with a precision that does not round a small bound to 0.
+fn percent(fraction: f64) -> String {
+    let p = 100.0 * fraction;
+    if p >= 1.0 {
+        format!("{p:.1}%")
+    } else {
+        format!("{p:.2e}%")
+    }
+}
+
+/// Runs up to `1 + options.retries` attempts of one measurement.
+pub fn measure(
+    job: &dyn Job,
+    placement: &Placement,
+    options: &Options,
+    parent: &mut Parent,
+    scratch_root: &Path,
+    tag: usize,
+) -> Result<Outcome, CollectError> {
+    let tries = options.retries + 1;
+    let mut last_error = String::new();
+    let mut widths: Vec<f64> = Vec::new();
+    for attempt in 0..tries {
+        if interrupt::raised() {
+            return Err(CollectError::Interrupted {
+                signal: interrupt::signal(),
+            });
+        }
+        let scratch = scratch_root.join(format!("m{tag}-{attempt}"));
+        match measure_once(job, placement, options, attempt, parent, &scratch)? {
+            Ok(m) => {
+                let width = relative_interval(&m);
+                if width <= options.max_interval {
+                    return Ok(Outcome::Measured(m));
+                }
+                let next = if attempt + 1 < tries {
+                    "; measuring again with longer windows"
+                } else {
+                    ""
+                };
+                eprintln!(
+                    "placed-train:   attempt {} of {tries}: interval +/-{} is wider than +/-{}{next}",
+                    attempt + 1,
+                    percent(width),
+                    percent(options.max_interval)
+                );
+                widths.push(width);
+            }
+            Err(why) => {
+                eprintln!(
+                    "placed-train:   attempt {} of {tries} failed: {why}",
+                    attempt + 1
+                );
+                last_error = why;
+            }
+        }
+    }
+    if widths.is_empty() {
+        return Ok(Outcome::Failed(last_error));
+    }
+    let shown: Vec<String> = widths
+        .iter()
+        .map(|w| format!("+/-{}", percent(*w)))
+        .collect();
+    Ok(Outcome::Unusable {
+        reason: format!(
+            "95% interval wider than the bound of +/-{} in {} of {tries} attempt(s) ({}){}",
+            percent(options.max_interval),
+            widths.len(),
+            shown.join(", "),
+            if last_error.is_empty() {
+                String::new()
+            } else {
+                format!("; other attempts failed: {last_error}")
+            }
+        ),
+    })
+}
+
+/// One attempt: cgroup, launch, measure, stop, remove. The outer error is fatal (cgroups,
+/// signals), the inner one a failed attempt worth retrying.
+fn measure_once(
+    job: &dyn Job,
+    placement: &Placement,
+    options: &Options,
+    attempt: u32,
+    parent: &mut Parent,
+    scratch: &Path,
+) -> Result<Result<Observed, String>, CollectError> {
+    let cgroup = parent.run(&placement.cpus, &placement.mems)?;
+    let scratch = Scratch::create(scratch)?;
+    let launch = Launch {
+        threads: options.vcpus,
+        cgroup_dir: cgroup.dir(),
+        extra_cgroup_dirs: &[],
+        scratch: &scratch.0,
+        exe: &options.exe,
+    };
+    let mut running = match job.start(&launch) {
+        Ok(r) => r,
+        Err(e) => return Ok(Err(e.to_string())),
+    };
+    let probe = ProcProbe::new(
+        Target::Cgroup(cgroup.dir().to_owned()),
+        Some(placement.cpus.clone()),
+    );
+    // A workload whose rate moves in coarse steps needs windows at least that long.
+    let mut protocol = options.protocol.clone();
+    if let Some(min) = job.min_window() {
+        protocol.window = protocol.window.max(min);
+    }
+    protocol.window = longer_window(protocol.window, attempt);
+    let outcome = placed_host::observe::block_on(async {
+        tokio::select! {
+            m = placed_host::observe::measure(running.source(), &probe, &protocol) => Some(m),
+            () = interrupt::wait() => None,
+        }
+    });
+    if let Err(e) = running.stop() {
+        tracing::warn!(error = %e, "stopping the workload failed; its cgroup is emptied anyway");
+    }
+    drop(cgroup);
+    match outcome {
+        Err(e) => Ok(Err(chain(&e))),
+        Ok(None) => Err(CollectError::Interrupted {
+            signal: interrupt::signal(),
+        }),
+        Ok(Some(Err(e))) => Ok(Err(chain(&e))),
+        Ok(Some(Ok(m))) if !(m.estimate.value.is_finite() && m.estimate.value > 0.0) => Ok(Err(
+            format!("the workload made no progress (rate {})", m.estimate.value),
+        )),
+        Ok(Some(Ok(m))) => Ok(Ok(m)),
+    }
+}
+
+/// The window for a retry: most refusals on a slow host (a guest, an emulated one above
+/// all) come from a workload whose rate advances in steps longer than the window (a
+/// counter that did not move, a window without a reading), so each retry doubles it, up to
+/// 4 s.
+pub fn longer_window(window: Duration, attempt: u32) -> Duration {
+    let longer = window.saturating_mul(1 << attempt.min(4));
+    longer.min(Duration::from_secs(4)).max(window)
+}
+
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_bounds_are_not_shown_as_zero() {
+        assert_eq!(percent(0.1), "10.0%");
+        assert_eq!(percent(0.000_000_01), "1.00e-6%");
+    }
+
+    #[test]
+    fn retries_double_the_window_up_to_4_s() {
+        let w = Duration::from_millis(500);
+        assert_eq!(longer_window(w, 0), w);
+        assert_eq!(longer_window(w, 1), Duration::from_secs(1));
+        assert_eq!(longer_window(w, 9), Duration::from_secs(4));
+    }
+}
