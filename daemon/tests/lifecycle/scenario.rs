@@ -110,6 +110,7 @@ pub fn model(machine: &Machine, v: usize) -> Model {
                     },
                     counters: Default::default(),
                     provenance: Provenance::Simulated,
+                    unusable: None,
                 });
             }
         }
