@@ -202,39 +202,9 @@ impl Handle {
                 predicted.provenance
             ));
         }
-        let prediction = PredictionRecord {
-            model_id: predicted.model_id.clone(),
-            model_path: loaded.path.display().to_string(),
-            provenance: predicted.provenance,
-            vcpus: rec.vcpus,
-            baseline: model.baseline().to_owned(),
-            probe: model.probe().to_owned(),
-            observations: measured
-                .iter()
-                .map(|(p, m)| ObservationRecord {
-                    placement: p.clone(),
-                    value: m.estimate.value,
-                    low: m.estimate.lo,
-                    high: m.estimate.hi,
-                    source: m.source.clone(),
-                    windows: m.windows.len(),
-                    dropped: m.dropped(),
-                })
-                .collect(),
-            placements: predicted
-                .placements
-                .iter()
-                .map(|p| PredictedRecord {
-                    placement: p.id.clone(),
-                    relative: p.relative,
-                    spread: p.spread,
-                    measured: p.measured,
-                })
-                .collect(),
-            warnings,
-            unix_ms: now_ms(),
-            below_gate,
-        };
+        let prediction = prediction_record(
+            &loaded, rec.vcpus, &measured, &predicted, warnings, below_gate,
+        );
         let stored = self.with(|e| e.store_prediction(prediction.clone(), generation))?;
         if !stored {
             tracing::info!(container = %rec.name, vcpus = rec.vcpus, "settings changed during the evaluation: its prediction is discarded");
@@ -386,5 +356,51 @@ impl Handle {
         })?;
         back?;
         Ok(prediction)
+    }
+}
+
+/// What the state file keeps of one prediction: the model, the two measurements, the
+/// predicted vector and what to warn about.
+fn prediction_record(
+    loaded: &LoadedModel,
+    vcpus: usize,
+    measured: &[(String, Measurement)],
+    predicted: &placed_models::Prediction,
+    warnings: Vec<String>,
+    below_gate: Option<String>,
+) -> PredictionRecord {
+    let model = &loaded.model;
+    PredictionRecord {
+        model_id: predicted.model_id.clone(),
+        model_path: loaded.path.display().to_string(),
+        provenance: predicted.provenance,
+        vcpus,
+        baseline: model.baseline().to_owned(),
+        probe: model.probe().to_owned(),
+        observations: measured
+            .iter()
+            .map(|(p, m)| ObservationRecord {
+                placement: p.clone(),
+                value: m.estimate.value,
+                low: m.estimate.lo,
+                high: m.estimate.hi,
+                source: m.source.clone(),
+                windows: m.windows.len(),
+                dropped: m.dropped(),
+            })
+            .collect(),
+        placements: predicted
+            .placements
+            .iter()
+            .map(|p| PredictedRecord {
+                placement: p.id.clone(),
+                relative: p.relative,
+                spread: p.spread,
+                measured: p.measured,
+            })
+            .collect(),
+        warnings,
+        unix_ms: now_ms(),
+        below_gate,
     }
 }

@@ -383,50 +383,58 @@ fn print_refused(e: &pipeline::PipelineError) {
     }
 }
 
+/// `placed-train collect`: measure, print the summary, fail while measurements are missing.
+fn run_collect(collect: &CollectFlags) -> anyhow::Result<()> {
+    let options = collect.options(None)?;
+    let jobs = collect.jobs()?;
+    let summary = collect::collect(&jobs, &options)?;
+    print_collection(&summary, &options.out);
+    if let [only] = summary.header.placements.as_slice() {
+        println!(
+            "note: this host has a single important placement for v = {} ({}): the data records the workloads' rates, but no model can be fit from it",
+            summary.header.v, only.id
+        );
+    }
+    anyhow::ensure!(
+        summary.complete(),
+        "{} measurement(s) skipped; run the same command again to retry them",
+        summary.skipped.len()
+    );
+    Ok(())
+}
+
+/// `placed-train calibrate`: the bandwidth of node sets, as a machine file.
+fn run_calibrate(out: PathBuf, seconds: f64) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        seconds.is_finite() && seconds > 0.0,
+        "--seconds must be positive"
+    );
+    let c = calibrate::calibrate(&calibrate::Options {
+        seconds,
+        out: out.clone(),
+        exe: std::env::current_exe().context("finding the placed-train binary")?,
+    })?;
+    if c.nodes == 1 {
+        println!(
+            "one NUMA node: the interconnect has nothing to order; the file records its bandwidth ({:.4e} {}) and loads",
+            c.file.pair(0, 0).unwrap_or(f64::NAN),
+            c.file.unit()
+        );
+    }
+    println!(
+        "wrote {} ({} node(s), {} node set(s)); with it this host is machine class {}",
+        out.display(),
+        c.nodes,
+        c.file.sets().len(),
+        c.fingerprint
+    );
+    Ok(())
+}
+
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli {
-        Cli::Collect { collect } => {
-            let options = collect.options(None)?;
-            let jobs = collect.jobs()?;
-            let summary = collect::collect(&jobs, &options)?;
-            print_collection(&summary, &options.out);
-            if let [only] = summary.header.placements.as_slice() {
-                println!(
-                    "note: this host has a single important placement for v = {} ({}): the data records the workloads' rates, but no model can be fit from it",
-                    summary.header.v, only.id
-                );
-            }
-            anyhow::ensure!(
-                summary.complete(),
-                "{} measurement(s) skipped; run the same command again to retry them",
-                summary.skipped.len()
-            );
-        }
-        Cli::Calibrate { out, seconds } => {
-            anyhow::ensure!(
-                seconds.is_finite() && seconds > 0.0,
-                "--seconds must be positive"
-            );
-            let c = calibrate::calibrate(&calibrate::Options {
-                seconds,
-                out: out.clone(),
-                exe: std::env::current_exe().context("finding the placed-train binary")?,
-            })?;
-            if c.nodes == 1 {
-                println!(
-                    "one NUMA node: the interconnect has nothing to order; the file records its bandwidth ({:.4e} {}) and loads",
-                    c.file.pair(0, 0).unwrap_or(f64::NAN),
-                    c.file.unit()
-                );
-            }
-            println!(
-                "wrote {} ({} node(s), {} node set(s)); with it this host is machine class {}",
-                out.display(),
-                c.nodes,
-                c.file.sets().len(),
-                c.fingerprint
-            );
-        }
+        Cli::Collect { collect } => run_collect(&collect)?,
+        Cli::Calibrate { out, seconds } => run_calibrate(out, seconds)?,
         Cli::Train {
             collect,
             model_dir,

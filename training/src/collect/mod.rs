@@ -232,18 +232,13 @@ pub fn collect(jobs: &[Box<dyn Job>], options: &Options) -> Result<Summary, Coll
         .copied()
         .collect();
     let already_done = steps.len() - todo.len();
-    eprintln!(
-        "placed-train: collecting {} workload(s) x {} run(s) x {} placement(s) for v = {} on {} ({}: {}); {} of {} already in {}",
+    announce(
+        options,
         jobs.len(),
-        options.runs,
-        set.placements.len(),
-        options.vcpus,
-        set.fingerprint,
-        detection.provenance,
-        detection.evidence,
+        &set,
+        &detection,
         already_done,
         steps.len(),
-        options.out.display()
     );
     let mut summary = Summary {
         header: header.clone(),
@@ -288,54 +283,93 @@ pub fn collect(jobs: &[Box<dyn Job>], options: &Options) -> Result<Summary, Coll
             &scratch_root,
             progress.done(),
         )?;
-        let what = || format!("{} run {} in {}", job.name(), step.run, placement.id);
-        match outcome {
-            Outcome::Measured(m) => {
-                let record = record(
-                    &header,
-                    job.as_ref(),
-                    step.run,
-                    placement,
-                    &m,
-                    detection.provenance,
-                );
-                eprintln!(
-                    "placed-train:   {:.4e} {} +/- {:.1}% over {} windows ({:.1} s)",
-                    record.performance.value,
-                    record.performance.unit,
-                    100.0 * record.performance.spread / record.performance.value,
-                    record.performance.repetitions,
-                    begun.elapsed().as_secs_f64()
-                );
-                data.append(&record)?;
-                summary.measured += 1;
-            }
-            Outcome::Unusable { reason } => {
-                let record = unusable(
-                    &header,
-                    job.as_ref(),
-                    step.run,
-                    placement,
-                    &reason,
-                    detection.provenance,
-                );
-                eprintln!("placed-train:   recorded as unusable: {reason}");
-                tracing::warn!(measurement = %what(), %reason, "measurement unusable");
-                data.append(&record)?;
-                summary.unusable.push(format!("{}: {reason}", what()));
-            }
-            Outcome::Failed(last_error) => {
-                let what = format!("{}: {last_error}", what());
-                eprintln!("placed-train:   skipped {what}; run the command again to retry it");
-                tracing::warn!(skipped = %what, "measurement skipped");
-                summary.skipped.push(what);
-            }
-        }
+        keep(
+            &mut data,
+            &mut summary,
+            job.as_ref(),
+            step.run,
+            placement,
+            outcome,
+            begun,
+        )?;
         progress.finished(begun.elapsed());
     }
     drop(parent);
     summary.elapsed = started.elapsed();
     Ok(summary)
+}
+
+/// What the collection is about to do, and what an earlier one already did.
+fn announce(
+    options: &Options,
+    jobs: usize,
+    set: &PlacementSet,
+    detection: &provenance::Detection,
+    already_done: usize,
+    total: usize,
+) {
+    eprintln!(
+        "placed-train: collecting {} workload(s) x {} run(s) x {} placement(s) for v = {} on {} ({}: {}); {} of {} already in {}",
+        jobs,
+        options.runs,
+        set.placements.len(),
+        options.vcpus,
+        set.fingerprint,
+        detection.provenance,
+        detection.evidence,
+        already_done,
+        total,
+        options.out.display()
+    );
+}
+
+/// Files one measurement's outcome: a record, an unusable record, or a skip to retry.
+fn keep(
+    data: &mut DataFile,
+    summary: &mut Summary,
+    job: &dyn Job,
+    run: u32,
+    placement: &Placement,
+    outcome: Outcome,
+    begun: Instant,
+) -> Result<(), CollectError> {
+    let what = || format!("{} run {} in {}", job.name(), run, placement.id);
+    match outcome {
+        Outcome::Measured(m) => {
+            let record = record(&summary.header, job, run, placement, &m, summary.provenance);
+            eprintln!(
+                "placed-train:   {:.4e} {} +/- {:.1}% over {} windows ({:.1} s)",
+                record.performance.value,
+                record.performance.unit,
+                100.0 * record.performance.spread / record.performance.value,
+                record.performance.repetitions,
+                begun.elapsed().as_secs_f64()
+            );
+            data.append(&record)?;
+            summary.measured += 1;
+        }
+        Outcome::Unusable { reason } => {
+            let record = unusable(
+                &summary.header,
+                job,
+                run,
+                placement,
+                &reason,
+                summary.provenance,
+            );
+            eprintln!("placed-train:   recorded as unusable: {reason}");
+            tracing::warn!(measurement = %what(), %reason, "measurement unusable");
+            data.append(&record)?;
+            summary.unusable.push(format!("{}: {reason}", what()));
+        }
+        Outcome::Failed(last_error) => {
+            let what = format!("{}: {last_error}", what());
+            eprintln!("placed-train:   skipped {what}; run the command again to retry it");
+            tracing::warn!(skipped = %what, "measurement skipped");
+            summary.skipped.push(what);
+        }
+    }
+    Ok(())
 }
 
 fn record(
