@@ -381,23 +381,15 @@ fn record(
     provenance: Provenance,
 ) -> RunRecord {
     let kept = m.kept_values().len();
-    RunRecord {
-        fingerprint: header.fingerprint.clone(),
-        v: header.v,
-        workload: job.name().to_owned(),
-        family: job.family().to_owned(),
-        run,
-        placement: placement.id.clone(),
-        performance: Measurement {
-            value: m.estimate.value,
-            unit: job.unit().to_owned(),
-            repetitions: u32::try_from(kept).unwrap_or(u32::MAX),
-            spread: ((m.estimate.hi - m.estimate.lo) / 2.0).max(0.0),
-        },
-        counters: Default::default(),
-        provenance,
-        unusable: None,
-    }
+    let performance = Measurement {
+        value: m.estimate.value,
+        unit: job.unit().to_owned(),
+        repetitions: u32::try_from(kept).unwrap_or(u32::MAX),
+        spread: ((m.estimate.hi - m.estimate.lo) / 2.0).max(0.0),
+    };
+    let mut r = blank_record(header, job, run, placement, provenance);
+    r.performance = performance;
+    r
 }
 
 /// The record of a measurement that was never good enough: no number, and why.
@@ -407,6 +399,19 @@ fn unusable(
     run: u32,
     placement: &Placement,
     reason: &str,
+    provenance: Provenance,
+) -> RunRecord {
+    let mut r = blank_record(header, job, run, placement, provenance);
+    r.unusable = Some(reason.to_owned());
+    r
+}
+
+/// A record of one workload run in one placement with no number yet.
+fn blank_record(
+    header: &MachineHeader,
+    job: &dyn Job,
+    run: u32,
+    placement: &Placement,
     provenance: Provenance,
 ) -> RunRecord {
     RunRecord {
@@ -424,7 +429,7 @@ fn unusable(
         },
         counters: Default::default(),
         provenance,
-        unusable: Some(reason.to_owned()),
+        unusable: None,
     }
 }
 
