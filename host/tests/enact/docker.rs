@@ -7,8 +7,8 @@ use placed_core::cpuset::CpuSet;
 use placed_host::containers::Runtime;
 use placed_host::migrate::Mode;
 
-use crate::skip;
-use crate::support::{allowed, host, machine};
+use crate::{scenario, skip};
+use crate::support::{Scenario, allowed};
 
 #[path = "../../../tests/support/docker.rs"]
 mod support_docker;
@@ -17,14 +17,10 @@ use support_docker::{TestContainer, docker, ready};
 
 #[test]
 fn places_a_docker_container_by_name() {
-    let host = match host() {
-        Ok(h) => h,
-        Err(why) => skip!("{why}"),
-    };
+    let Scenario { host, cpus, nodes } = scenario!();
     if let Err(why) = ready() {
         skip!("Docker is not usable here: {why}");
     }
-    let (cpus, nodes) = machine(&host);
     let one: CpuSet = cpus.first().into_iter().collect();
     let other: CpuSet = cpus.last().into_iter().collect();
     let tc = TestContainer::run(&one).unwrap();

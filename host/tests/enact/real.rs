@@ -13,10 +13,10 @@ use placed_host::cgroup::{self, CgroupPath, Version};
 use placed_host::enact::{ApplyOptions, Error, Rollback};
 use placed_host::migrate::{self, Mode, MoveOptions};
 
-use crate::skip;
 use crate::support::{
-    FaultyFs, TestCgroup, allowed, anon_bytes_on, host, host_through, machine, threads_of,
+    FaultyFs, Scenario, TestCgroup, allowed, anon_bytes_on, host_through, threads_of,
 };
+use crate::{scenario, skip};
 
 fn set<K>(s: &str) -> placed_core::cpuset::IdSet<K> {
     s.parse().unwrap()
@@ -32,11 +32,7 @@ fn last<K>(s: &placed_core::cpuset::IdSet<K>) -> placed_core::cpuset::IdSet<K> {
 
 #[test]
 fn moves_a_process_with_many_threads_and_every_thread_follows() {
-    let host = match host() {
-        Ok(h) => h,
-        Err(why) => skip!("{why}"),
-    };
-    let (cpus, nodes) = machine(&host);
+    let Scenario { host, cpus, nodes } = scenario!();
     if cpus.len() < 2 {
         skip!("one CPU only");
     }
@@ -69,11 +65,7 @@ fn moves_a_process_with_many_threads_and_every_thread_follows() {
 
 #[test]
 fn a_subtree_moves_to_disjoint_cpus_in_an_order_the_kernel_accepts() {
-    let host = match host() {
-        Ok(h) => h,
-        Err(why) => skip!("{why}"),
-    };
-    let (cpus, nodes) = machine(&host);
+    let Scenario { host, cpus, nodes } = scenario!();
     if cpus.len() < 2 {
         skip!("one CPU only");
     }
@@ -110,11 +102,7 @@ fn a_subtree_moves_to_disjoint_cpus_in_an_order_the_kernel_accepts() {
 
 #[test]
 fn the_kernels_refusals_are_explained_and_bad_requests_write_nothing() {
-    let host = match host() {
-        Ok(h) => h,
-        Err(why) => skip!("{why}"),
-    };
-    let (cpus, nodes) = machine(&host);
+    let Scenario { host, cpus, nodes } = scenario!();
     let mut cg = TestCgroup::new(&host, &first(&cpus), &first(&nodes));
     let path = cg.path.clone();
     cg.start(&path, "threads=1");
@@ -181,11 +169,7 @@ fn the_kernels_refusals_are_explained_and_bad_requests_write_nothing() {
 
 #[test]
 fn freezing_stops_the_tasks_and_the_guard_always_thaws() {
-    let host = match host() {
-        Ok(h) => h,
-        Err(why) => skip!("{why}"),
-    };
-    let (cpus, nodes) = machine(&host);
+    let Scenario { host, cpus, nodes } = scenario!();
     let mut cg = TestCgroup::new(&host, &first(&cpus), &first(&nodes));
     let path = cg.path.clone();
     let pid = cg.start(&path, "threads=8,mib=16");
@@ -256,11 +240,7 @@ fn freeze_by_hand(host: &placed_host::enact::Host, cg: &CgroupPath) {
 
 #[test]
 fn memory_follows_the_cpuset_in_every_mode() {
-    let host = match host() {
-        Ok(h) => h,
-        Err(why) => skip!("{why}"),
-    };
-    let (cpus, nodes) = machine(&host);
+    let Scenario { host, cpus, nodes } = scenario!();
     if nodes.len() < 2 {
         skip!("this host has one NUMA node ({nodes}); guest.rs runs this in a multi-node guest");
     }
@@ -334,11 +314,7 @@ fn memory_follows_the_cpuset_in_every_mode() {
 
 #[test]
 fn processes_that_exit_or_appear_mid_migration_are_handled() {
-    let host = match host() {
-        Ok(h) => h,
-        Err(why) => skip!("{why}"),
-    };
-    let (cpus, nodes) = machine(&host);
+    let Scenario { host, cpus, nodes } = scenario!();
     if nodes.len() < 2 {
         skip!("this host has one NUMA node ({nodes}); guest.rs runs this in a multi-node guest");
     }
@@ -396,12 +372,9 @@ fn processes_that_exit_or_appear_mid_migration_are_handled() {
 /// and the rollback brings the memory back too.
 #[test]
 fn a_failed_move_restores_the_previous_cpuset() {
-    if let Err(why) = host() {
-        skip!("{why}");
-    }
+    let _ = scenario!();
     let fs = Arc::new(FaultyFs::default());
-    let host = host_through(fs.clone());
-    let (cpus, nodes) = machine(&host);
+    let Scenario { host, cpus, nodes } = Scenario::on(host_through(fs.clone()));
     if cpus.len() < 2 {
         skip!("one CPU only");
     }
@@ -498,11 +471,7 @@ fn a_failed_move_restores_the_previous_cpuset() {
 /// the worker moved has moved.
 #[test]
 fn a_cancelled_move_finishes_fast_and_stays_on_both_nodes_throttled() {
-    let host = match host() {
-        Ok(h) => h,
-        Err(why) => skip!("{why}"),
-    };
-    let (cpus, nodes) = machine(&host);
+    let Scenario { host, cpus, nodes } = scenario!();
     if nodes.len() < 2 {
         skip!("this host has one NUMA node ({nodes}): nothing to move, nothing to cancel");
     }
@@ -592,11 +561,7 @@ fn a_cancelled_move_finishes_fast_and_stays_on_both_nodes_throttled() {
 /// thawed, on a whole cpuset, its processes alive.
 #[test]
 fn placectl_move_interrupted_by_a_signal_leaves_the_container_in_order() {
-    let host = match host() {
-        Ok(h) => h,
-        Err(why) => skip!("{why}"),
-    };
-    let (cpus, nodes) = machine(&host);
+    let Scenario { host, cpus, nodes } = scenario!();
     if nodes.len() < 2 {
         skip!(
             "this host has one NUMA node ({nodes}): `placectl move --migrate fast` has \
@@ -701,14 +666,10 @@ fn placectl_move_interrupted_by_a_signal_leaves_the_container_in_order() {
 
 #[test]
 fn v2_children_without_the_cpuset_controller_follow_the_container() {
-    let host = match host() {
-        Ok(h) => h,
-        Err(why) => skip!("{why}"),
-    };
+    let Scenario { host, cpus, nodes } = scenario!();
     if host.cgroups().version() != Version::V2 {
         skip!("cgroup v1 children always have their own cpuset");
     }
-    let (cpus, nodes) = machine(&host);
     let mut cg = TestCgroup::new(&host, &first(&cpus), &first(&nodes));
     // A plain child, as systemd or a runtime makes inside a container: no +cpuset in the
     // container's cgroup.subtree_control, so the child inherits.

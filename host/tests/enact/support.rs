@@ -52,6 +52,38 @@ pub fn machine(host: &Host) -> (CpuSet, NodeSet) {
     (host.online_cpus().unwrap(), host.memory_nodes().unwrap())
 }
 
+/// What every test against the real kernel starts from: the host, its online CPUs and its
+/// nodes with memory. [`scenario!`] makes one or skips the test with the reason.
+pub struct Scenario {
+    pub host: Host,
+    pub cpus: CpuSet,
+    pub nodes: NodeSet,
+}
+
+impl Scenario {
+    /// Why not, when the tests cannot run here (not root, no cpuset hierarchy).
+    pub fn new() -> Result<Self, String> {
+        Ok(Self::on(host()?))
+    }
+
+    /// On a given host object (one reading through a faulty file system, say).
+    pub fn on(host: Host) -> Self {
+        let (cpus, nodes) = machine(&host);
+        Self { host, cpus, nodes }
+    }
+}
+
+/// `let Scenario { host, cpus, nodes } = scenario!();`, or the test skips with the reason.
+#[macro_export]
+macro_rules! scenario {
+    () => {
+        match $crate::support::Scenario::new() {
+            Ok(s) => s,
+            Err(why) => $crate::skip!("{why}"),
+        }
+    };
+}
+
 /// A process of this test binary running `load_helper` (see main.rs): it waits for "go",
 /// touches `mib` MiB, starts `threads` threads, says ready, and sleeps until killed.
 pub struct Load {
