@@ -44,6 +44,7 @@ pub mod forest;
 pub mod model;
 pub mod model_file;
 mod probe;
+pub mod regular_file;
 mod table;
 #[cfg(test)]
 mod test_data;

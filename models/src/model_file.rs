@@ -125,7 +125,7 @@ struct Envelope<'a> {
 impl Model {
     /// Reads and checks a model file.
     pub fn load(path: &Path) -> Result<Self, ModelFileError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ModelFileError::Io {
+        let text = crate::regular_file::read_to_string(path).map_err(|source| ModelFileError::Io {
             action: "read",
             path: path.to_owned(),
             source,
