@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use placed_core::cpuset::CpuSet;
 
-use super::command::{CommandConfig, CommandError, CommandSource};
+use super::command::{CommandConfig, CommandError, CommandSource, RunAs};
 use super::perf::{PerfError, PerfMetric, PerfSource};
 use super::prometheus::text::{ParseError, Selector};
 use super::prometheus::{PrometheusConfig, PrometheusError, PrometheusSource};
@@ -100,12 +100,13 @@ impl SourceSpec {
 
     /// Builds the source for a container whose cgroup (for perf) is `cgroup_dir` and
     /// whose PUs are `cpus`. A pushed source also returns the [`Reporter`] its data must be
-    /// pushed into.
+    /// pushed into. A command runs as `commands`; with `None` command sources are refused.
     pub async fn build(
         &self,
         name: &str,
         cgroup_dir: &Path,
         cpus: &CpuSet,
+        commands: Option<RunAs>,
     ) -> Result<(AnySource, Option<Reporter>), SpecError> {
         Ok(match self {
             Self::Pushed { counter } => {
@@ -130,7 +131,12 @@ impl SourceSpec {
                 )
             }
             Self::Command { argv, counter } => {
+                if argv.is_empty() {
+                    return Err(CommandError::Empty.into());
+                }
+                let run_as = commands.ok_or(CommandError::NotAllowed)?;
                 let config = CommandConfig {
+                    run_as: Some(run_as),
                     argv: argv.clone(),
                     kind: if *counter { Kind::Counter } else { Kind::Gauge },
                     timeout: Duration::from_secs(5),
@@ -158,7 +164,9 @@ impl SourceSpec {
                 format!("pushed {}", if *counter { "counter" } else { "rate" })
             }
             Self::Prometheus { url, selector } => format!("prometheus {url} {selector}"),
-            Self::Command { argv, .. } => format!("command {}", argv.join(" ")),
+            Self::Command { argv, .. } => {
+                placed_core::text::clip(&format!("command {}", argv.join(" ")), 200)
+            }
             Self::Perf { ipc } => format!("perf {}", if *ipc { "ipc" } else { "instructions/s" }),
         }
     }
@@ -236,7 +244,7 @@ mod tests {
             url: "http://127.0.0.1:1/metrics".into(),
             selector: "ops{".into(),
         }
-        .build("c", dir, &cpus)
+        .build("c", dir, &cpus, None)
         .await
         .unwrap_err();
         assert!(e.is_bad_input(), "{e}");
@@ -244,7 +252,7 @@ mod tests {
             argv: vec![],
             counter: false,
         }
-        .build("c", dir, &cpus)
+        .build("c", dir, &cpus, None)
         .await
         .unwrap_err();
         assert!(e.is_bad_input(), "{e}");
@@ -253,10 +261,22 @@ mod tests {
             url: "http://127.0.0.1:1/metrics".into(),
             selector: "ops_total".into(),
         }
-        .build("c", dir, &cpus)
+        .build("c", dir, &cpus, None)
         .await
         .unwrap_err();
         assert!(!e.is_bad_input(), "{e}");
+        // Without a user to run them as, command sources are never built.
+        let e = SourceSpec::Command {
+            argv: vec!["sh".into(), "-c".into(), "id >&2".into()],
+            counter: false,
+        }
+        .build("c", dir, &cpus, None)
+        .await
+        .unwrap_err();
+        assert!(
+            matches!(e, SpecError::Command(CommandError::NotAllowed)),
+            "{e}"
+        );
     }
 
     #[test]
@@ -285,7 +305,13 @@ mod tests {
                 .is_some_and(|c| c.contains("expected , or }")),
             "{cause:?}"
         );
-        for bad_url in ["https://host/metrics", "not a url", "http:///metrics"] {
+        for bad_url in [
+            "https://host/metrics",
+            "not a url",
+            "http:///metrics",
+            "file:///etc/shadow",
+            "unix:///run/x.sock",
+        ] {
             let e = prometheus(bad_url, "ops_total").check().unwrap_err();
             assert!(e.is_bad_input(), "{bad_url}: {e}");
         }
@@ -307,7 +333,7 @@ mod tests {
     #[tokio::test]
     async fn pushed_specs_come_with_their_reporter() {
         let (source, reporter) = SourceSpec::Pushed { counter: false }
-            .build("web", Path::new("/"), &CpuSet::new())
+            .build("web", Path::new("/"), &CpuSet::new(), None)
             .await
             .unwrap();
         assert!(matches!(source, AnySource::Pushed(_)));
