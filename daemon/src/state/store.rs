@@ -64,7 +64,7 @@ pub enum StateError {
     NotRegular { path: PathBuf },
     #[error(
         "state file {path} is in use by another placed{}; stop it first, or give this one another state file",
-        holder.map(|p| format!(" (pid {p})")).unwrap_or_default()
+        .holder.map(|p| format!(" (pid {p})")).unwrap_or_default()
     )]
     Locked { path: PathBuf, holder: Option<u32> },
     #[error("cannot lock the state file with {path}")]
