@@ -77,7 +77,7 @@ fn a_fifo_as_the_state_file_is_refused_without_hanging() {
     // Before the fix this never returned: open(2) of a FIFO waits for a writer.
     let out = placed(&cfg);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(Exit::HostConfig as i32), "{err}");
+    assert_eq!(out.status.code(), Some(Exit::Refused as i32), "{err}");
     assert!(err.contains("not a regular file"), "{err}");
 }
 
