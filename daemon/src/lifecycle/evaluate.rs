@@ -51,7 +51,7 @@ impl MetricSlot {
                 .perf_dir(&cg)
                 .unwrap_or_else(|| cg.under(shared.host.cgroups().root()));
             let cpus = shared.machine.pus.usable.clone();
-            let (built, reporter) = spec.build(&rec.name, &dir, &cpus, shared.command_user).await.map_err(|source| {
+            let (built, reporter) = spec.build(&rec.name, &dir, &cpus, shared.commands()).await.map_err(|source| {
                 DaemonError::MetricSource {
                     container: rec.name.clone(),
                     source: Box::new(source),

@@ -144,6 +144,12 @@ impl Shared {
         }
     }
 
+    /// Whether and as whom metric commands run.
+    pub fn commands(&self) -> placed_host::observe::Commands {
+        self.command_user
+            .map_or(placed_host::observe::Commands::Refused, placed_host::observe::Commands::As)
+    }
+
     /// Takes the registry lock. Holders never await or do I/O, so a panic inside cannot
     /// leave a half-done change that matters more than losing the daemon; poisoning is
     /// ignored rather than turning one panic into a dead daemon.

@@ -34,6 +34,17 @@ pub struct CommandConfig {
     pub run_as: Option<RunAs>,
 }
 
+/// Whether and as whom a [`SourceSpec`](super::SourceSpec) may run a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Commands {
+    /// Command sources are refused (the daemon, unless the operator allows them).
+    Refused,
+    /// As this process's own user: for tools an operator runs on their own files.
+    Own,
+    /// As this user and group.
+    As(RunAs),
+}
+
 /// A user and group to run a command as. The daemon runs as root, and a metric command
 /// comes from an API caller: it must never run with the daemon's privileges.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

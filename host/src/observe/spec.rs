@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use placed_core::cpuset::CpuSet;
 
-use super::command::{CommandConfig, CommandError, CommandSource, RunAs};
+use super::command::{CommandConfig, CommandError, CommandSource, Commands};
 use super::perf::{PerfError, PerfMetric, PerfSource};
 use super::prometheus::text::{ParseError, Selector};
 use super::prometheus::{PrometheusConfig, PrometheusError, PrometheusSource};
@@ -100,13 +100,13 @@ impl SourceSpec {
 
     /// Builds the source for a container whose cgroup (for perf) is `cgroup_dir` and
     /// whose PUs are `cpus`. A pushed source also returns the [`Reporter`] its data must be
-    /// pushed into. A command runs as `commands`; with `None` command sources are refused.
+    /// pushed into. A command source is built only as `commands` allows.
     pub async fn build(
         &self,
         name: &str,
         cgroup_dir: &Path,
         cpus: &CpuSet,
-        commands: Option<RunAs>,
+        commands: Commands,
     ) -> Result<(AnySource, Option<Reporter>), SpecError> {
         Ok(match self {
             Self::Pushed { counter } => {
@@ -134,9 +134,13 @@ impl SourceSpec {
                 if argv.is_empty() {
                     return Err(CommandError::Empty.into());
                 }
-                let run_as = commands.ok_or(CommandError::NotAllowed)?;
+                let run_as = match commands {
+                    Commands::Refused => return Err(CommandError::NotAllowed.into()),
+                    Commands::Own => None,
+                    Commands::As(user) => Some(user),
+                };
                 let config = CommandConfig {
-                    run_as: Some(run_as),
+                    run_as,
                     argv: argv.clone(),
                     kind: if *counter { Kind::Counter } else { Kind::Gauge },
                     timeout: Duration::from_secs(5),
@@ -244,7 +248,7 @@ mod tests {
             url: "http://127.0.0.1:1/metrics".into(),
             selector: "ops{".into(),
         }
-        .build("c", dir, &cpus, None)
+        .build("c", dir, &cpus, Commands::Refused)
         .await
         .unwrap_err();
         assert!(e.is_bad_input(), "{e}");
@@ -252,7 +256,7 @@ mod tests {
             argv: vec![],
             counter: false,
         }
-        .build("c", dir, &cpus, None)
+        .build("c", dir, &cpus, Commands::Refused)
         .await
         .unwrap_err();
         assert!(e.is_bad_input(), "{e}");
@@ -261,7 +265,7 @@ mod tests {
             url: "http://127.0.0.1:1/metrics".into(),
             selector: "ops_total".into(),
         }
-        .build("c", dir, &cpus, None)
+        .build("c", dir, &cpus, Commands::Refused)
         .await
         .unwrap_err();
         assert!(!e.is_bad_input(), "{e}");
@@ -270,7 +274,7 @@ mod tests {
             argv: vec!["sh".into(), "-c".into(), "id >&2".into()],
             counter: false,
         }
-        .build("c", dir, &cpus, None)
+        .build("c", dir, &cpus, Commands::Refused)
         .await
         .unwrap_err();
         assert!(
@@ -333,7 +337,7 @@ mod tests {
     #[tokio::test]
     async fn pushed_specs_come_with_their_reporter() {
         let (source, reporter) = SourceSpec::Pushed { counter: false }
-            .build("web", Path::new("/"), &CpuSet::new(), None)
+            .build("web", Path::new("/"), &CpuSet::new(), Commands::Refused)
             .await
             .unwrap();
         assert!(matches!(source, AnySource::Pushed(_)));
