@@ -61,6 +61,12 @@ async fn cancelled_manage_calls_never_leave_a_short_state_file() {
         fake.cgroup(&format!("/batch/c{i}"), "", "");
     }
     let daemon = start(dir.path(), &fake).await.unwrap();
+    for i in 0..8 {
+        daemon
+            .manage(manage(&format!("/batch/c{i}"), Some(Policy::Observe)))
+            .await
+            .unwrap();
+    }
     let fingerprint = daemon.machine().fingerprint().to_owned();
     let path = dir.path().join("state.json");
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -85,14 +91,20 @@ async fn cancelled_manage_calls_never_leave_a_short_state_file() {
             &format!("/batch/c{}", round % 8),
             Some(if round % 2 == 0 { Policy::Observe } else { Policy::Aggressive }),
         );
-        let call = tokio::spawn(async move { d.manage(req).await });
-        // Cancelled after a varying number of scheduler turns: at every await point of
-        // Manage in turn, the save among them.
-        for _ in 0..round % 7 {
-            tokio::task::yield_now().await;
+        if round % 2 == 0 {
+            // Cancelled after a varying number of scheduler turns: at each await point of
+            // Manage in turn, the save among them.
+            let call = tokio::spawn(async move { d.manage(req).await });
+            for _ in 0..round % 7 {
+                tokio::task::yield_now().await;
+            }
+            call.abort();
+            let _ = call.await;
+        } else {
+            // A client's deadline, mostly expiring during the blocking write.
+            let deadline = std::time::Duration::from_micros(u64::from(round % 40) * 25);
+            let _ = tokio::time::timeout(deadline, d.manage(req)).await;
         }
-        call.abort();
-        let _ = call.await;
     }
     done.store(true, std::sync::atomic::Ordering::Relaxed);
     assert!(reader.await.unwrap() > 0, "the reader never saw a state file");

@@ -192,7 +192,6 @@ impl axum::serve::Listener for GuardedListener {
 mod tests {
     use super::*;
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    use tokio_stream::StreamExt as _;
 
     fn slot() -> OwnedSemaphorePermit {
         Arc::new(Semaphore::new(1)).try_acquire_owned().unwrap()
