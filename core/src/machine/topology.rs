@@ -343,7 +343,10 @@ const BITMAPS: [&str; 6] = [
 /// sets. Ids above [`crate::cpuset::MAX_ID`] are refused as everywhere else in placed.
 fn check_indexes(obj: &roxmltree::Node, ty: &str, line: u32) -> Result<(), String> {
     let max = crate::cpuset::MAX_ID;
-    if let Some(i) = obj.attribute("os_index") {
+    // Only PUs and NUMA nodes are bits in the sets; a PCI device's os_index encodes its bus
+    // address and is large on real machines.
+    let in_sets = matches!(ty, "PU" | "NUMANode");
+    if let Some(i) = obj.attribute("os_index").filter(|_| in_sets) {
         if !i.parse::<u32>().is_ok_and(|i| i <= max) {
             return Err(format!(
                 "the {ty} object at line {line} has os_index {:?}: expected 0 to {max}",
