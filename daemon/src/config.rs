@@ -522,8 +522,11 @@ mod tests {
             let e = bad(&format!("[containers]\ncgroups = [{c:?}]"));
             assert!(e.contains("containers.cgroups entry"), "{c:?}: {e}");
         }
-        Config::parse(Path::new("p.toml"), "[containers]\ncgroups = [\"/batch/jobs\"]")
-            .expect("an absolute path");
+        Config::parse(
+            Path::new("p.toml"),
+            "[containers]\ncgroups = [\"/batch/jobs\"]",
+        )
+        .expect("an absolute path");
         let e = bad("[containers]\nresync_interval = \"0s\"");
         assert!(e.contains("below the minimum of 1s"), "{e}");
         for mode in ["0777", "7777", "0662", "4660"] {

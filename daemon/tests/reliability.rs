@@ -32,7 +32,10 @@ fn config(dir: &Path) -> Config {
     c
 }
 
-async fn start(dir: &Path, fake: &Arc<FakeKernel>) -> Result<Daemon, placed::lifecycle::StartError> {
+async fn start(
+    dir: &Path,
+    fake: &Arc<FakeKernel>,
+) -> Result<Daemon, placed::lifecycle::StartError> {
     let env = Environment {
         machine: machine(),
         host: fake.host(),
@@ -89,7 +92,11 @@ async fn cancelled_manage_calls_never_leave_a_short_state_file() {
         let d = daemon.clone();
         let req = manage(
             &format!("/batch/c{}", round % 8),
-            Some(if round % 2 == 0 { Policy::Observe } else { Policy::Aggressive }),
+            Some(if round % 2 == 0 {
+                Policy::Observe
+            } else {
+                Policy::Aggressive
+            }),
         );
         if round % 2 == 0 {
             // Cancelled after a varying number of scheduler turns: at each await point of
@@ -107,7 +114,10 @@ async fn cancelled_manage_calls_never_leave_a_short_state_file() {
         }
     }
     done.store(true, std::sync::atomic::Ordering::Relaxed);
-    assert!(reader.await.unwrap() > 0, "the reader never saw a state file");
+    assert!(
+        reader.await.unwrap() > 0,
+        "the reader never saw a state file"
+    );
     daemon.shutdown().await;
     StateStore::new(&path).load(&fingerprint).unwrap().unwrap();
     let left: Vec<_> = std::fs::read_dir(dir.path())
@@ -139,7 +149,11 @@ async fn manage_refuses_unknown_placements_and_the_root() {
             matches!(err, DaemonError::UnknownPlacement { .. }),
             "{id:.20}: {err}"
         );
-        assert!(err.to_string().len() < 1000, "{} bytes", err.to_string().len());
+        assert!(
+            err.to_string().len() < 1000,
+            "{} bytes",
+            err.to_string().len()
+        );
     }
     // Refused before it was registered: nothing to un-manage.
     assert!(daemon.containers().is_empty());
@@ -153,7 +167,12 @@ async fn manage_refuses_unknown_placements_and_the_root() {
         .unwrap();
     // A known container is checked the same way.
     let err = daemon
-        .manage(manage("/batch/job", Some(Policy::Pinned { placement: "numa9".into() })))
+        .manage(manage(
+            "/batch/job",
+            Some(Policy::Pinned {
+                placement: "numa9".into(),
+            }),
+        ))
         .await
         .unwrap_err();
     assert!(matches!(err, DaemonError::UnknownPlacement { .. }), "{err}");
@@ -179,7 +198,10 @@ async fn a_state_file_the_api_would_refuse_is_not_adopted() {
     store.save(&state).unwrap();
     let err = start(dir.path(), &fake).await.unwrap_err();
     let text = placed_core::text::error_line(&err);
-    assert!(text.contains("/batch/job") && text.contains("vcpus"), "{text}");
+    assert!(
+        text.contains("/batch/job") && text.contains("vcpus"),
+        "{text}"
+    );
 }
 
 /// A restart that finds everything where the file says does not write the file, so that a

@@ -82,10 +82,10 @@ pub fn remove_stale(path: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut removed = Vec::new();
     for entry in entries {
         let entry = entry?;
-        let stale = entry.file_name().to_str().is_some_and(|n| {
-            n.strip_prefix(&prefix)
-                .is_some_and(|rest| !rest.is_empty())
-        });
+        let stale = entry
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.strip_prefix(&prefix).is_some_and(|rest| !rest.is_empty()));
         // Only regular files: a directory or a link with a matching name is not ours.
         if stale && entry.file_type()?.is_file() {
             std::fs::remove_file(entry.path())?;
@@ -142,7 +142,11 @@ mod tests {
             done.store(true, Ordering::Relaxed);
             (failed, reader.join().unwrap())
         });
-        assert_eq!((failed_writes, bad_reads), (0, 0), "failed writes, partial reads");
+        assert_eq!(
+            (failed_writes, bad_reads),
+            (0, 0),
+            "failed writes, partial reads"
+        );
         let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(left.len(), 1, "temporary files left: {left:?}");
     }

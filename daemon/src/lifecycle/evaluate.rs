@@ -51,12 +51,13 @@ impl MetricSlot {
                 .perf_dir(&cg)
                 .unwrap_or_else(|| cg.under(shared.host.cgroups().root()));
             let cpus = shared.machine.pus.usable.clone();
-            let (built, reporter) = spec.build(&rec.name, &dir, &cpus, shared.commands()).await.map_err(|source| {
-                DaemonError::MetricSource {
+            let (built, reporter) = spec
+                .build(&rec.name, &dir, &cpus, shared.commands())
+                .await
+                .map_err(|source| DaemonError::MetricSource {
                     container: rec.name.clone(),
                     source: Box::new(source),
-                }
-            })?;
+                })?;
             handle.with(|e| e.reporter = reporter)?;
             Some(self.built.insert((spec, built)))
         } else {

@@ -133,8 +133,10 @@ impl Shared {
         else {
             return Ok(());
         };
-        let known = (1..=self.machine.pus.usable.len())
-            .any(|v| self.placements(v).is_ok_and(|s| s.get(&placement).is_some()));
+        let known = (1..=self.machine.pus.usable.len()).any(|v| {
+            self.placements(v)
+                .is_ok_and(|s| s.get(&placement).is_some())
+        });
         if known {
             Ok(())
         } else {
@@ -146,8 +148,10 @@ impl Shared {
 
     /// Whether and as whom metric commands run.
     pub fn commands(&self) -> placed_host::observe::Commands {
-        self.command_user
-            .map_or(placed_host::observe::Commands::Refused, placed_host::observe::Commands::As)
+        self.command_user.map_or(
+            placed_host::observe::Commands::Refused,
+            placed_host::observe::Commands::As,
+        )
     }
 
     /// Takes the registry lock. Holders never await or do I/O, so a panic inside cannot

@@ -157,10 +157,10 @@ pub async fn serve(
                 .http2_keepalive_interval(Some(guard::KEEPALIVE))
                 .http2_keepalive_timeout(Some(guard::KEEPALIVE))
                 .tls_config(tls)
-                    .map_err(|source| ServeError::Tls {
-                        addr: addr.clone(),
-                        source,
-                    })?;
+                .map_err(|source| ServeError::Tls {
+                    addr: addr.clone(),
+                    source,
+                })?;
             let router = builder
                 .add_service(health_service)
                 .add_service(reflection_v1)

@@ -112,7 +112,10 @@ fn assigned(
     let mut seen = HashSet::new();
     for &u in &a.units {
         if u >= n {
-            return Err((field, format!("unit {u} does not exist (this machine has {n})")));
+            return Err((
+                field,
+                format!("unit {u} does not exist (this machine has {n})"),
+            ));
         }
         if !seen.insert(u) {
             return Err((field, format!("unit {u} is listed twice")));
@@ -238,7 +241,9 @@ mod tests {
         assert_eq!(f, "assigned");
         assert!(msg.contains("16-4095"), "{msg}");
         assert_eq!(
-            refusal(&m, |r| r.assigned.as_mut().unwrap().mems = "7".parse().unwrap()).0,
+            refusal(&m, |r| r.assigned.as_mut().unwrap().mems =
+                "7".parse().unwrap())
+            .0,
             "assigned"
         );
         let long = format!("numa{}", "9".repeat(100_000));
@@ -264,6 +269,9 @@ mod tests {
         let mut s = good(&m);
         s.containers.push(s.containers[0].clone());
         let err = validate(&s, &m, Path::new("/s.json")).unwrap_err();
-        assert!(matches!(err, StateError::Invalid { field: "id", .. }), "{err}");
+        assert!(
+            matches!(err, StateError::Invalid { field: "id", .. }),
+            "{err}"
+        );
     }
 }

@@ -393,6 +393,9 @@ mod tests {
         })
         .unwrap();
         let got = s.poll().await.unwrap()[0].value;
-        assert_eq!(got, format!("{}{}", user.uid, user.gid).parse::<f64>().unwrap());
+        assert_eq!(
+            got,
+            format!("{}{}", user.uid, user.gid).parse::<f64>().unwrap()
+        );
     }
 }

@@ -253,9 +253,9 @@ fn build(spec: SourceSpec, name: &str, launch: &Launch<'_>) -> Result<AnySource,
                     &CpuSet::new(),
                     placed_host::observe::Commands::Own,
                 ))
-                    .map_err(|e| e.to_string())?
-                    .map(|(source, _)| source)
-                    .map_err(|e| format!("metric: {e}"))
+                .map_err(|e| e.to_string())?
+                .map(|(source, _)| source)
+                .map_err(|e| format!("metric: {e}"))
             })
             .join()
             .map_err(|_| "building the metric source panicked".to_owned())?
