@@ -20,7 +20,7 @@ fn machine() -> Machine {
         &TopologySource::Synthetic("pack:2 numa:1 core:4 pu:2".into()),
         None,
     )
-    .unwrap()
+    .expect("a synthetic machine")
 }
 
 fn config(dir: &Path) -> Config {

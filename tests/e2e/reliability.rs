@@ -25,7 +25,7 @@ fn config(dir: &Path, state: &Path, socket: &Path) -> std::path::PathBuf {
             "[daemon]\nstate_file = {state:?}\n[grpc]\nsocket = {socket:?}\n[metrics]\nenabled = false\n"
         ),
     )
-    .unwrap();
+    .expect("write the config");
     p
 }
 
