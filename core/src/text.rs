@@ -27,7 +27,7 @@ impl fmt::Display for Chain<'_> {
 }
 
 /// Cuts text that came from outside (a container name, a placement id in a request) to at
-/// most `max` characters for an error message or a log line, saying how much was left out,
+/// most `max` characters for an error message or a log line, saying how long it was,
 /// so that a 100 KB id cannot make a 100 KB answer.
 pub fn clip(text: &str, max: usize) -> String {
     let count = text.chars().count();
@@ -35,7 +35,7 @@ pub fn clip(text: &str, max: usize) -> String {
         return text.to_owned();
     }
     let head: String = text.chars().take(max).collect();
-    format!("{head}... ({} more characters)", count - max)
+    format!("{head}... ({count} characters in all)")
 }
 
 /// Bytes as people read them.
@@ -81,6 +81,6 @@ mod tests {
         let long = "é".repeat(100);
         let c = clip(&long, 8);
         assert!(c.starts_with(&"é".repeat(8)), "{c}");
-        assert!(c.ends_with("(92 more characters)"), "{c}");
+        assert!(c.ends_with("é... (100 characters in all)"), "{c}");
     }
 }

@@ -12,6 +12,17 @@ use serde::{Deserialize, Serialize};
 /// Where the daemon looks when `--config` is not given; a missing file means defaults.
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/placed/placed.toml";
 
+/// The shortest `containers.resync_interval`: listing the cgroup tree more often than
+/// this is a busy loop, and change notifications catch almost everything anyway.
+pub const MIN_RESYNC: Duration = Duration::from_secs(1);
+
+/// Longest value from the file an error repeats.
+const ECHO_MAX: usize = 200;
+
+fn echo(s: &str) -> String {
+    placed_core::text::clip(s, ECHO_MAX)
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
@@ -150,6 +161,12 @@ pub struct ObserveConfig {
     /// default) reads at every window boundary, and a gauge 5 times per window.
     #[serde(with = "humantime_serde")]
     pub scrape_interval: Duration,
+    /// Whether API callers may give a container a `command` metric. Off by default: the
+    /// command runs on this host, so allowing it hands every API caller a way to run
+    /// programs (docs/daemon.md, Security).
+    pub allow_command_metrics: bool,
+    /// The unprivileged user command metrics run as when they are allowed.
+    pub command_user: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -226,6 +243,8 @@ impl Default for ObserveConfig {
             scrape_timeout: placed_host::observe::SourceTimeouts::default().scrape,
             command_timeout: placed_host::observe::SourceTimeouts::default().command,
             scrape_interval: Duration::ZERO,
+            allow_command_metrics: false,
+            command_user: "nobody".into(),
         }
     }
 }
@@ -286,9 +305,10 @@ impl Config {
     }
 
     pub fn parse(path: &Path, text: &str) -> Result<Self, ConfigError> {
+        // The parser's message quotes the offending line, which may be of any length.
         let config: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.to_owned(),
-            detail: e.to_string().trim().replace('\n', " "),
+            detail: placed_core::text::clip(&e.to_string().trim().replace('\n', " "), 600),
         })?;
         config.validate(path)?;
         Ok(config)
@@ -299,6 +319,7 @@ impl Config {
             path: path.to_owned(),
             detail,
         };
+        self.validate_paths().map_err(invalid)?;
         if !(self.policy.goal > 0.0 && self.policy.goal <= 2.0) {
             return Err(invalid(format!(
                 "policy.goal = {} is outside (0, 2]",
@@ -318,13 +339,39 @@ impl Config {
             ));
         }
         if let Err(e) = placed_core::policy::Policy::parse(&self.policy.default, self.policy.goal) {
-            return Err(invalid(format!("policy.default: {e}")));
-        }
-        if u32::from_str_radix(&self.grpc.socket_mode, 8).is_err() {
             return Err(invalid(format!(
-                "grpc.socket_mode = {:?} is not an octal mode like \"0660\"",
-                self.grpc.socket_mode
+                "policy.default: {}",
+                echo(&placed_core::text::error_line(&e))
             )));
+        }
+        match u32::from_str_radix(&self.grpc.socket_mode, 8) {
+            Err(_) => {
+                return Err(invalid(format!(
+                    "grpc.socket_mode = {:?} is not an octal mode like \"0660\"",
+                    echo(&self.grpc.socket_mode)
+                )));
+            }
+            // Others writing means anyone on the host drives placed (moves containers);
+            // setuid, setgid and sticky bits mean nothing on a socket and hide a typo.
+            Ok(m) if m & !0o777 != 0 || m & 0o002 != 0 => {
+                return Err(invalid(format!(
+                    "grpc.socket_mode = {:?} lets every local user drive placed, or sets special bits: use at most 0775 (0660 with grpc.socket_group is the usual choice)",
+                    echo(&self.grpc.socket_mode)
+                )));
+            }
+            Ok(_) => {}
+        }
+        if self.containers.resync_interval < MIN_RESYNC {
+            return Err(invalid(format!(
+                "containers.resync_interval = {:?} is below the minimum of {MIN_RESYNC:?}: the cgroup tree would be listed in a busy loop",
+                self.containers.resync_interval
+            )));
+        }
+        if self.observe.command_user.is_empty() {
+            return Err(invalid(
+                "observe.command_user is empty: name the unprivileged user command metrics run as"
+                    .into(),
+            ));
         }
         if !(1..=1 << 20).contains(&self.grpc.watch_history) {
             return Err(invalid(format!(
@@ -371,6 +418,44 @@ impl Config {
             return Err(invalid(format!("[observe]: {e}")));
         }
         Ok(())
+    }
+
+    /// `containers.cgroups`: each an absolute, normalised path below the root. `""` or `"/"`
+    /// made every top-level cgroup (other tenants' included) managed, and `..` pointed
+    /// outside the hierarchy.
+    fn validate_paths(&self) -> Result<(), String> {
+        for c in &self.containers.cgroups {
+            let problem = if c.is_empty() || c == "/" {
+                Some("names the root, which would manage every top-level cgroup")
+            } else if !c.starts_with('/') {
+                Some("must be absolute (start with /)")
+            } else if c.ends_with('/') || c.contains("//") {
+                Some("must be normalised (no repeated or trailing /)")
+            } else if c.split('/').any(|p| p == "." || p == "..") {
+                Some("must not contain . or ..")
+            } else {
+                placed_host::cgroup::CgroupPath::parse(c)
+                    .err()
+                    .map(|e| e.why)
+            };
+            if let Some(p) = problem {
+                return Err(format!("containers.cgroups entry {:?} {p}", echo(c)));
+            }
+        }
+        Ok(())
+    }
+
+    /// What is accepted but probably a mistake, for the log at start: paths that do not
+    /// exist (yet).
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        if !self.daemon.model_dir.is_dir() {
+            w.push(format!(
+                "daemon.model_dir {} does not exist: no model is loaded until it does (placed-train fit writes them)",
+                self.daemon.model_dir.display()
+            ));
+        }
+        w
     }
 
     /// The measurement protocol: the observation engine's measured defaults, with the
@@ -529,5 +614,58 @@ mod tests {
         }
         assert!(bad("[policy]\nthrottle_mib_per_s = 0").contains("policy.throttle_mib_per_s = 0"));
         Config::parse(Path::new("p.toml"), "[policy]\ndrift = 0.3").expect("a valid drift");
+    }
+
+    #[test]
+    fn cgroups_resync_and_socket_mode_are_checked() {
+        let bad = |text: &str| {
+            Config::parse(Path::new("p.toml"), text)
+                .unwrap_err()
+                .to_string()
+        };
+        for c in ["", "/", "/../..", "relative/x", "/a/./b", "/a//b", "/a/"] {
+            let e = bad(&format!("[containers]\ncgroups = [{c:?}]"));
+            assert!(e.contains("containers.cgroups entry"), "{c:?}: {e}");
+        }
+        Config::parse(
+            Path::new("p.toml"),
+            "[containers]\ncgroups = [\"/batch/jobs\"]",
+        )
+        .expect("an absolute path");
+        let e = bad("[containers]\nresync_interval = \"0s\"");
+        assert!(e.contains("below the minimum of 1s"), "{e}");
+        for mode in ["0777", "7777", "0662", "4660"] {
+            let e = bad(&format!("[grpc]\nsocket_mode = {mode:?}"));
+            assert!(e.contains("every local user"), "{mode}: {e}");
+        }
+        Config::parse(Path::new("p.toml"), "[grpc]\nsocket_mode = \"0770\"").expect("0770");
+        assert!(bad("[observe]\ncommand_user = \"\"").contains("command_user"));
+    }
+
+    #[test]
+    fn long_values_are_clipped_in_refusals() {
+        let long = "x".repeat(100_000);
+        for text in [
+            format!("[policy]\ndefault = \"{long}\""),
+            format!("[policy]\nmigration = \"{long}\""),
+            format!("[grpc]\nsocket_mode = \"{long}\""),
+            format!("[containers]\ncgroups = [\"/{long}\"]"),
+            format!("[daemon]\n{long} = 1"),
+        ] {
+            let e = Config::parse(Path::new("p.toml"), &text)
+                .unwrap_err()
+                .to_string();
+            assert!(e.len() < 1000, "{} bytes: {}", e.len(), &e[..200]);
+            assert!(e.contains("characters in all"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_missing_model_dir_is_a_warning() {
+        let mut c = Config::default();
+        c.daemon.model_dir = "/nonexistent/models".into();
+        assert!(c.warnings()[0].contains("/nonexistent/models"));
+        c.daemon.model_dir = std::env::temp_dir();
+        assert!(c.warnings().is_empty());
     }
 }

@@ -32,6 +32,8 @@ pub enum RunError {
     Serve(#[source] ServeError),
     #[error("starting")]
     Start(#[source] StartError),
+    #[error(transparent)]
+    State(crate::state::StateError),
 }
 
 impl RunError {
@@ -42,13 +44,50 @@ impl RunError {
             Self::Serve(e) => e.fault(),
             Self::Listen(e) => e.fault(),
             Self::Metrics { .. } => Fault::HostConfig,
+            Self::State(e) => e.fault(),
         }
     }
+}
+
+/// Raises the soft limit on open descriptors to the hard one. The default soft limit of
+/// 1,024 was all that about a thousand idle TCP connections needed to hang the Unix socket
+/// and discovery too; the hard limit (systemd's LimitNOFILE) is what the operator allows.
+/// Returns the limit now in force.
+pub fn raise_nofile() -> std::io::Result<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if lim.rlim_cur < lim.rlim_max {
+        let raised = libc::rlimit {
+            rlim_cur: lim.rlim_max,
+            rlim_max: lim.rlim_max,
+        };
+        // SAFETY: setrlimit reads the struct we own.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        lim = raised;
+    }
+    Ok(lim.rlim_cur)
 }
 
 /// Runs the daemon on this host until `stop` is requested (a signal, or the caller).
 pub async fn run(config: Config, stop: Stop) -> Result<(), RunError> {
     let token = stop.token();
+    match raise_nofile() {
+        Ok(n) => tracing::info!(limit = n, "open file limit"),
+        Err(e) => tracing::warn!(error = %e, "cannot raise the open file limit"),
+    }
+    // Before anything else, and held to the end: a second daemon on the same state file is
+    // refused before it touches a socket or a cgroup.
+    let _state_lock = crate::state::StateStore::new(config.daemon.state_file.clone())
+        .lock()
+        .map_err(RunError::State)?;
     let unix = service::listen::bind_unix(&config)
         .await
         .map_err(RunError::Listen)?;
@@ -133,4 +172,22 @@ pub async fn run(config: Config, stop: Stop) -> Result<(), RunError> {
     let result = servers.wait().await;
     let _ = std::fs::remove_file(&socket);
     result.map_err(RunError::Serve)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_soft_descriptor_limit_is_raised_to_the_hard_one() {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes into the struct we own.
+        assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) }, 0);
+        let now = super::raise_nofile().unwrap();
+        assert_eq!(now, lim.rlim_max);
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) }, 0);
+        assert_eq!(lim.rlim_cur, lim.rlim_max);
+    }
 }

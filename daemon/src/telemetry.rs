@@ -185,6 +185,11 @@ pub async fn serve_metrics(
             }
         }),
     );
+    let listener = crate::service::guard::GuardedListener::new(
+        listener,
+        crate::service::guard::MAX_CONNECTIONS,
+        crate::service::guard::IDLE,
+    );
     if let Err(e) = axum::serve(listener, app)
         .with_graceful_shutdown(async move { cancel.cancelled().await })
         .await

@@ -1,15 +1,21 @@
 //! Replacing a file so that readers see the old content or the new, never a part: a
 //! temporary file beside it, fsync, rename, fsync of the directory. A crash at any point
-//! leaves the old file or the new one (and at worst a stray `.<name>.tmp-<pid>`).
+//! leaves the old file or the new one (and at worst a stray `.<name>.tmp-<pid>-<n>`, which
+//! [`remove_stale`] clears once the caller knows no other writer is at work).
 //!
 //! It lives in this crate because every other part of placed (the daemon's state file,
 //! model files, the collector's outputs) depends on it.
 
 use std::io::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Writes `parts` one after another as the new content of `path`.
-pub fn write(path: &Path, parts: &[&[u8]]) -> std::io::Result<()> {
+/// Numbers this process's temporary files: two writes of the same file at once (two
+/// threads, or a write a cancelled caller left running) must never share one, or the
+/// second truncates the first's before it is renamed into place.
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+fn parts_of(path: &Path) -> (&Path, String) {
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -17,9 +23,36 @@ pub fn write(path: &Path, parts: &[&[u8]]) -> std::io::Result<()> {
     let name = path
         .file_name()
         .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    (dir, name)
+}
+
+fn prefix(name: &str) -> String {
+    format!(".{name}.tmp-")
+}
+
+/// Creates a temporary file no one else has: `O_EXCL`, so even a name left by another
+/// process with a recycled pid is never reused.
+fn create_unique(dir: &Path, name: &str) -> std::io::Result<(PathBuf, std::fs::File)> {
+    loop {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let tmp = dir.join(format!("{}{}-{n}", prefix(name), std::process::id()));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+        {
+            Ok(f) => return Ok((tmp, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Writes `parts` one after another as the new content of `path`.
+pub fn write(path: &Path, parts: &[&[u8]]) -> std::io::Result<()> {
+    let (dir, name) = parts_of(path);
+    let (tmp, mut f) = create_unique(dir, &name)?;
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
         for part in parts {
             f.write_all(part)?;
         }
@@ -33,6 +66,33 @@ pub fn write(path: &Path, parts: &[&[u8]]) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// Removes the temporary files that writes of `path` left when their process died. Only
+/// for a caller that knows no write of `path` is in progress anywhere (it holds the file's
+/// lock): a live writer's temporary file would go too. Returns what it removed.
+pub fn remove_stale(path: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let (dir, name) = parts_of(path);
+    let prefix = prefix(&name);
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut removed = Vec::new();
+    for entry in entries {
+        let entry = entry?;
+        let stale = entry
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.strip_prefix(&prefix).is_some_and(|rest| !rest.is_empty()));
+        // Only regular files: a directory or a link with a matching name is not ours.
+        if stale && entry.file_type()?.is_file() {
+            std::fs::remove_file(entry.path())?;
+            removed.push(entry.path());
+        }
+    }
+    Ok(removed)
 }
 
 #[cfg(test)]
@@ -50,5 +110,105 @@ mod tests {
         assert_eq!(names.len(), 1);
         let err = write(&dir.path().join("missing/f"), &[b"x"]).unwrap_err();
         assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
+    }
+
+    /// Concurrent writers of one file: with one shared temporary name, a writer truncated
+    /// another's file before its rename and readers saw empty or short content.
+    #[test]
+    fn concurrent_writes_never_show_a_partial_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.json");
+        let content = |t: u8| vec![b'a' + t; 64 * 1024];
+        write(&path, &[&content(0)]).unwrap();
+        let done = std::sync::atomic::AtomicBool::new(false);
+        let (failed_writes, bad_reads) = std::thread::scope(|s| {
+            let writers: Vec<_> = (0..4u8)
+                .map(|t| {
+                    let (path, c) = (&path, content(t));
+                    s.spawn(move || (0..100).filter(|_| write(path, &[&c]).is_err()).count())
+                })
+                .collect();
+            let reader = s.spawn(|| {
+                let mut bad = 0usize;
+                while !done.load(Ordering::Relaxed) {
+                    let got = std::fs::read(&path).unwrap_or_default();
+                    if got.len() != 64 * 1024 || got.iter().any(|&b| b != got[0]) {
+                        bad += 1;
+                    }
+                }
+                bad
+            });
+            let failed: usize = writers.into_iter().map(|w| w.join().unwrap()).sum();
+            done.store(true, Ordering::Relaxed);
+            (failed, reader.join().unwrap())
+        });
+        assert_eq!(
+            (failed_writes, bad_reads),
+            (0, 0),
+            "failed writes, partial reads"
+        );
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(left.len(), 1, "temporary files left: {left:?}");
+    }
+
+    #[test]
+    fn an_existing_temporary_name_is_never_reused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.json");
+        // Whatever name the next write picks, a file of a dead writer already holds it.
+        let n = NEXT.load(Ordering::Relaxed);
+        let squatter: Vec<_> = (n..n + 8)
+            .map(|i| {
+                let p = dir
+                    .path()
+                    .join(format!(".f.json.tmp-{}-{i}", std::process::id()));
+                std::fs::write(&p, b"dead writer").unwrap();
+                p
+            })
+            .collect();
+        write(&path, &[b"new"]).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"new");
+        for p in &squatter {
+            assert_eq!(std::fs::read(p).unwrap(), b"dead writer");
+        }
+    }
+
+    #[test]
+    fn stale_temporaries_are_removed_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.json");
+        write(&path, &[b"kept"]).unwrap();
+        for name in [".state.json.tmp-12", ".state.json.tmp-99-3"] {
+            std::fs::write(dir.path().join(name), b"").unwrap();
+        }
+        for name in [".other.json.tmp-1", "state.json.tmp-1", ".state.json.tmp-"] {
+            std::fs::write(dir.path().join(name), b"").unwrap();
+        }
+        std::fs::create_dir(dir.path().join(".state.json.tmp-dir")).unwrap();
+        let mut removed = remove_stale(&path).unwrap();
+        removed.sort();
+        assert_eq!(
+            removed,
+            [
+                dir.path().join(".state.json.tmp-12"),
+                dir.path().join(".state.json.tmp-99-3")
+            ]
+        );
+        let mut left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                ".other.json.tmp-1",
+                ".state.json.tmp-",
+                ".state.json.tmp-dir",
+                "state.json",
+                "state.json.tmp-1"
+            ]
+        );
+        assert!(remove_stale(&dir.path().join("none/x")).unwrap().is_empty());
     }
 }

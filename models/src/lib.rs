@@ -49,6 +49,7 @@ pub mod gate;
 pub mod model;
 pub mod model_file;
 mod probe;
+pub mod regular_file;
 mod table;
 #[cfg(test)]
 mod test_data;

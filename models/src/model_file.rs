@@ -125,11 +125,12 @@ struct Envelope<'a> {
 impl Model {
     /// Reads and checks a model file.
     pub fn load(path: &Path) -> Result<Self, ModelFileError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ModelFileError::Io {
-            action: "read",
-            path: path.to_owned(),
-            source,
-        })?;
+        let text =
+            crate::regular_file::read_to_string(path).map_err(|source| ModelFileError::Io {
+                action: "read",
+                path: path.to_owned(),
+                source,
+            })?;
         Self::from_file_text(&text, path)
     }
 

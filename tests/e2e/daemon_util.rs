@@ -39,6 +39,8 @@ pub struct Setup {
     pub watch_interval: Option<String>,
     /// `grpc.watch_history`, when not the default.
     pub watch_history: Option<usize>,
+    /// `observe.allow_command_metrics` (they run as `nobody`).
+    pub command_metrics: bool,
 }
 
 impl Setup {
@@ -64,6 +66,7 @@ impl Default for Setup {
             warmup: None,
             watch_interval: None,
             watch_history: None,
+            command_metrics: false,
         }
     }
 }
@@ -113,6 +116,7 @@ window = "200ms"
 windows = 8
 max_foreign_load = 1.0
 {watch_interval}
+allow_command_metrics = {command_metrics}
 {extra}
 "#,
             dir = dir.display(),
@@ -144,6 +148,7 @@ max_foreign_load = 1.0
                 .as_ref()
                 .map(|i| format!("watch_interval = \"{i}\""))
                 .unwrap_or_default(),
+            command_metrics = setup.command_metrics,
             extra = setup.extra,
         );
         let config_path = dir.join("placed.toml");

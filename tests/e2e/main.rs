@@ -18,5 +18,6 @@ mod guest;
 mod guest_support;
 mod offline;
 mod python;
+mod reliability;
 mod tls;
 mod util;

@@ -99,7 +99,12 @@ fn python_grpcio_drives_the_daemon_on_its_unix_socket_unmodified() {
         "script": script, "value": value, "runs": runs,
     });
     std::fs::write(dir.path().join("work.json"), work.to_string()).unwrap();
+    // The command metric runs as nobody: it must read `value` and create `runs` (whose
+    // appearance tells the session that the command ran) in this test's own directory.
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
     let setup = Setup {
+        command_metrics: true,
         watch_history: Some(16),
         watch_interval: Some("1h".into()),
         ..Setup::watching(&cg.path)

@@ -310,6 +310,7 @@ fn check_xml(path: &Path, text: &str) -> Result<(), TopologyError> {
         if ty == "NUMANode" {
             numa += 1;
         }
+        check_indexes(&obj, ty, line).map_err(&not_topology)?;
         if obj.attribute("cpuset").is_some() {
             for attr in ["complete_cpuset", "nodeset", "complete_nodeset"] {
                 if obj.attribute(attr).is_none() {
@@ -322,6 +323,53 @@ fn check_xml(path: &Path, text: &str) -> Result<(), TopologyError> {
     }
     if v2 && numa == 0 {
         return Err(not_topology("it has no NUMANode object".into()));
+    }
+    Ok(())
+}
+
+/// The bitmap attributes of an object.
+const BITMAPS: [&str; 6] = [
+    "cpuset",
+    "complete_cpuset",
+    "allowed_cpuset",
+    "nodeset",
+    "complete_nodeset",
+    "allowed_nodeset",
+];
+
+/// Indexes hwloc accepts but its bitmaps cannot be walked with: `hwloc_bitmap_next` returns
+/// an `int`, so an `os_index` of 2^31 or more (or a negative one, which hwloc reads as
+/// huge), or an infinite bitmap (`0xf...f,...`), made placectl panic while converting the
+/// sets. Ids above [`crate::cpuset::MAX_ID`] are refused as everywhere else in placed.
+fn check_indexes(obj: &roxmltree::Node, ty: &str, line: u32) -> Result<(), String> {
+    let max = crate::cpuset::MAX_ID;
+    // Only PUs and NUMA nodes are bits in the sets; a PCI device's os_index encodes its bus
+    // address and is large on real machines.
+    let in_sets = matches!(ty, "PU" | "NUMANode");
+    if let Some(i) = obj.attribute("os_index").filter(|_| in_sets) {
+        if !i.parse::<u32>().is_ok_and(|i| i <= max) {
+            return Err(format!(
+                "the {ty} object at line {line} has os_index {:?}: expected 0 to {max}",
+                crate::text::clip(i, 40)
+            ));
+        }
+    }
+    // Each comma-separated word holds 32 bits.
+    let max_words = usize::try_from(max / 32 + 1).unwrap_or(usize::MAX);
+    for attr in BITMAPS {
+        let Some(v) = obj.attribute(attr) else {
+            continue;
+        };
+        if v.starts_with("0xf...f") {
+            return Err(format!(
+                "the {ty} object at line {line} has an infinite {attr}"
+            ));
+        }
+        if v.split(',').count() > max_words {
+            return Err(format!(
+                "the {ty} object at line {line} has a {attr} with ids above {max}"
+            ));
+        }
     }
     Ok(())
 }
@@ -581,6 +629,31 @@ mod tests {
         assert!(matches!(err, TopologyError::NotATopology { .. }), "{err:?}");
         let err = load_xml(r#"<html></html>"#).unwrap_err();
         assert!(matches!(err, TopologyError::NotATopology { .. }), "{err:?}");
+    }
+
+    #[test]
+    fn huge_negative_and_infinite_indexes_are_refused_before_hwloc() {
+        let file = |pu_index: &str, pu_cpuset: &str| {
+            format!(
+                r#"<topology version="2.0"><object type="Machine" os_index="0" cpuset="0x1" complete_cpuset="0x1" allowed_cpuset="0x1" nodeset="0x1" complete_nodeset="0x1" allowed_nodeset="0x1"><object type="NUMANode" os_index="0" cpuset="0x1" complete_cpuset="0x1" nodeset="0x1" complete_nodeset="0x1" local_memory="1073741824"/><object type="PU" os_index="{pu_index}" cpuset="{pu_cpuset}" complete_cpuset="{pu_cpuset}" nodeset="0x1" complete_nodeset="0x1"/></object></topology>"#
+            )
+        };
+        load_xml(&file("0", "0x1")).expect("the base file loads");
+        let huge_set = format!("0x1{}", ",0x0".repeat(70_000));
+        for (index, set, says) in [
+            ("2147483648", "0x1", "os_index"),
+            ("4294967295", "0x1", "os_index"),
+            ("-1", "0x1", "os_index"),
+            ("65536", "0x1", "os_index"),
+            ("0", "0xf...f,0x1", "infinite"),
+            ("0", huge_set.as_str(), "ids above"),
+        ] {
+            let err = load_xml(&file(index, set)).unwrap_err();
+            assert!(
+                matches!(&err, TopologyError::NotATopology { detail, .. } if detail.contains(says)),
+                "{index}: {err}"
+            );
+        }
     }
 
     #[test]

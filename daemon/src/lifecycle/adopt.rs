@@ -31,7 +31,11 @@ pub(super) async fn restore(shared: &Arc<Shared>) -> Result<(), StartError> {
     let Some(state) = loaded else {
         return Ok(());
     };
+    crate::state::validate(&state, &shared.machine, shared.store.path())
+        .map_err(StartError::State)?;
+    let loaded = state.containers.clone();
     let mut adopted = Vec::new();
+    let mut records = Vec::new();
     for rec in state.containers {
         let task_shared = shared.clone();
         let settled = tokio::task::spawn_blocking(move || settle(&task_shared, rec))
@@ -52,12 +56,17 @@ pub(super) async fn restore(shared: &Arc<Shared>) -> Result<(), StartError> {
             message: format!("adopted from the state file: {note}"),
         });
         let id = rec.id.clone();
+        records.push(rec.clone());
         let entry = shared.new_entry(rec, container);
         shared.registry().entries.insert(id.clone(), entry);
         adopted.push(id);
     }
     shared.update_gauges();
-    if let Err(e) = shared.persist().await {
+    if records == loaded {
+        // Nothing changed: writing the same state again could only fail (a full disk) and
+        // keep a daemon whose file is intact from serving.
+        tracing::debug!("every container is where the state file says; not rewritten");
+    } else if let Err(e) = shared.persist().await {
         // The adopted state is in memory and the file still holds the previous run's:
         // serve, and say so; the next change writes it again.
         tracing::error!(error = %e.line(), "cannot write the state file after adoption; serving from memory");
@@ -84,6 +93,7 @@ fn settle(
             return None;
         }
     };
+    let before = rec.clone();
     let cgroups = shared.host.cgroups();
     let mut notes = Vec::new();
     if let Some(m) = rec.migration.take() {
@@ -161,8 +171,14 @@ fn settle(
         Lifecycle::Migrating | Lifecycle::Placed => Lifecycle::Watched,
         other => other,
     };
-    rec.detail = notes.join("; ");
-    rec.updated_unix_ms = now_ms();
+    // A record the host agrees with stays as it was (its detail too), so that an unchanged
+    // state file need not be written again.
+    if !notes.is_empty() {
+        rec.detail = notes.join("; ");
+    }
+    if rec != before {
+        rec.updated_unix_ms = now_ms();
+    }
     let note = if notes.is_empty() {
         "where it was".to_owned()
     } else {

@@ -66,6 +66,16 @@ impl Daemon {
                         source: Box::new(source),
                     }
                 })?;
+                // The root holds every other tenant: placing it would move the whole host,
+                // and a FAILED root could never be handed back.
+                if container.cgroup.is_root() {
+                    return Err(DaemonError::bad(
+                        "container",
+                        "the root cgroup is never managed; name a container or a cgroup below the root",
+                    ));
+                }
+                let (v, _) = super::handle::initial_vcpus(&self.shared, &container, Some(&req));
+                self.check_pinned(req.policy.as_ref(), v)?;
                 match Handle::register(&self.shared, container, Some(&req)).await? {
                     // Registered with the requested settings before its task started.
                     Registered::New(h) => return h.with(|e| view(e)),
@@ -77,6 +87,11 @@ impl Daemon {
         // One operation per container: settings never change under a measurement or a move
         // (an evaluation for the old v would write its result back for the new one, and a
         // container mid-migration would be sent back to the start of its lifecycle).
+        let v = match req.vcpus {
+            Some(v) => v,
+            None => handle.with(|e| e.record.vcpus)?,
+        };
+        self.check_pinned(req.policy.as_ref(), v)?;
         let guard = handle.try_begin("changing its settings")?;
         handle.with(|entry| apply_settings(entry, &req))?;
         let saved = self.shared.persist().await;
@@ -102,6 +117,25 @@ impl Daemon {
         }
         if matches!(&req.metric, Some(SourceSpec::Perf { .. })) && !self.shared.pmu {
             return Err(DaemonError::NoPmu);
+        }
+        if matches!(&req.metric, Some(SourceSpec::Command { .. }))
+            && !self.shared.config.observe.allow_command_metrics
+        {
+            return Err(DaemonError::CommandMetricsOff);
+        }
+        Ok(())
+    }
+
+    /// A pinned policy must name an important placement for the container's `v`, as `Place`
+    /// and `Recommend` require: a container pinned to nothing stayed FAILED for good.
+    fn check_pinned(&self, policy: Option<&Policy>, v: usize) -> Result<(), DaemonError> {
+        if let Some(Policy::Pinned { placement }) = policy {
+            if self.shared.placements(v)?.get(placement).is_none() {
+                return Err(DaemonError::UnknownPlacement {
+                    placement: placement.clone(),
+                    vcpus: v,
+                });
+            }
         }
         Ok(())
     }
@@ -160,15 +194,8 @@ impl Daemon {
         let handle = self.shared.find(reference)?;
         if let PlaceTarget::Policy(p) = &target {
             p.validate().map_err(DaemonError::policy)?;
-            if let Policy::Pinned { placement } = p {
-                let v = handle.with(|e| e.record.vcpus)?;
-                if self.shared.placements(v)?.get(placement).is_none() {
-                    return Err(DaemonError::UnknownPlacement {
-                        placement: placement.clone(),
-                        vcpus: v,
-                    });
-                }
-            }
+            let v = handle.with(|e| e.record.vcpus)?;
+            self.check_pinned(Some(p), v)?;
         }
         handle.place_now(target, mode).await
     }

@@ -24,6 +24,7 @@ use super::shared::Shared;
 const DEBOUNCE: Duration = Duration::from_millis(50);
 
 pub(super) fn start(shared: &Arc<Shared>) {
+    warn_missing(shared);
     let shared = shared.clone();
     let tracker = shared.tasks.clone();
     tracker.spawn(async move {
@@ -38,6 +39,27 @@ pub(super) fn start(shared: &Arc<Shared>) {
             }
         }
     });
+}
+
+/// A configured plain cgroup that does not exist is accepted (it may be created later) but
+/// said, with the warnings `placectl status` shows: a typo would otherwise manage nothing
+/// in silence.
+fn warn_missing(shared: &Shared) {
+    for c in &shared.config.containers.cgroups {
+        let missing = placed_host::cgroup::CgroupPath::parse(c)
+            .is_ok_and(|cg| !shared.host.cgroups().exists(&cg).unwrap_or(true));
+        if missing {
+            let w = format!(
+                "containers.cgroups entry {c} does not exist (yet): its children are managed once it does"
+            );
+            tracing::warn!("{w}");
+            shared
+                .warnings
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(w);
+        }
+    }
 }
 
 /// Lists the host's containers: new ones are registered, vanished ones forgotten.

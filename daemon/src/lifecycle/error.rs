@@ -102,6 +102,12 @@ pub enum DaemonError {
     )]
     NoPmu,
 
+    /// A command metric was asked for while the configuration does not allow them.
+    #[error(
+        "command metrics are off: a command runs on the host, so the operator must allow them (observe.allow_command_metrics, run as observe.command_user); use a pushed or Prometheus metric"
+    )]
+    CommandMetricsOff,
+
     /// A sample was pushed for a container whose metric is not pushed.
     #[error(
         "container {} does not take pushed metrics (its metric source is {metric}); set one with Manage",
@@ -231,6 +237,7 @@ impl DaemonError {
             | Self::BelowGate { .. }
             | Self::NoMetric { .. }
             | Self::NoPmu
+            | Self::CommandMetricsOff
             | Self::NotPushed { .. }
             | Self::NeedsPrediction { .. }
             | Self::Predict { .. } => Fault::HostConfig,

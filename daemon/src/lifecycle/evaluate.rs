@@ -61,7 +61,7 @@ impl MetricSlot {
             let cpus = shared.machine.pus.usable.clone();
             let timeouts = shared.config.source_timeouts();
             let (built, reporter) = spec
-                .build_with(&rec.name, &dir, &cpus, &timeouts)
+                .build_with(&rec.name, &dir, &cpus, shared.commands(), &timeouts)
                 .await
                 .map_err(|source| DaemonError::MetricSource {
                     container: rec.name.clone(),

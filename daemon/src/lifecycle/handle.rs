@@ -225,7 +225,7 @@ impl Handle {
 }
 
 /// `v` for a new container: the request's, else its CPU quota's, else its cpuset's size.
-fn initial_vcpus(
+pub(super) fn initial_vcpus(
     shared: &Shared,
     container: &Container,
     settings: Option<&ManageRequest>,

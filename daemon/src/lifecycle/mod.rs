@@ -72,6 +72,14 @@ pub enum StartError {
     State(StateError),
     #[error("the [observe] settings")]
     Protocol(#[source] placed_host::observe::ObserveError),
+    #[error(
+        "observe.command_user {user:?} does not exist or is root: command metrics must run as an unprivileged user"
+    )]
+    CommandUser { user: String },
+    #[error(
+        "policy.default pins to placement {placement:?}, which this machine does not have for any vCPU count (placectl placements --vcpus N lists them)"
+    )]
+    DefaultPolicy { placement: String },
     #[error("internal error while {doing}")]
     Task {
         doing: &'static str,
@@ -86,6 +94,7 @@ impl StartError {
     pub fn fault(&self) -> placed_core::fault::Fault {
         match self {
             Self::Task { .. } => placed_core::fault::Fault::Internal,
+            Self::State(e) => e.fault(),
             _ => placed_core::fault::Fault::HostConfig,
         }
     }
@@ -211,6 +220,13 @@ impl Daemon {
         metrics: Arc<Metrics>,
     ) -> Result<Self, StartError> {
         let shared = Shared::new(config, env, metrics)?;
+        let check = shared.clone();
+        tokio::task::spawn_blocking(move || check.check_default_policy())
+            .await
+            .map_err(|source| StartError::Task {
+                doing: "checking policy.default",
+                source,
+            })??;
         adopt::restore(&shared).await?;
         shared.update_gauges();
         discovery::start(&shared);

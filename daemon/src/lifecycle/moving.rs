@@ -182,6 +182,13 @@ impl Handle {
         to: &Assigned,
         mode: &Mode,
     ) -> Result<(), DaemonError> {
+        // Only a freeze placed makes is journalled: a container someone else froze
+        // (`docker pause`) stays frozen through the move, and recovery after a crash must
+        // not thaw it behind their back.
+        let frozen = matches!(mode, Mode::Fast { freeze: true, .. }) && {
+            let cg = self.with(|e| e.container.cgroup.clone())?;
+            !self.shared.host.cgroups().is_frozen(&cg).unwrap_or(false)
+        };
         self.with(|e| {
             if e.record.original.is_none() {
                 e.record.original = Some(from.clone());
@@ -190,7 +197,7 @@ impl Handle {
                 from: from.clone(),
                 to: to.clone(),
                 started_unix_ms: now_ms(),
-                frozen: matches!(mode, Mode::Fast { freeze: true, .. }),
+                frozen,
             });
         })?;
         self.set_state(

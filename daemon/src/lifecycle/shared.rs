@@ -20,7 +20,7 @@ use placed_core::policy::{self, Policy};
 use placed_host::containers::Container;
 use placed_host::enact::Host;
 use placed_host::migrate::{HoldPoint, Mode, ModeKind};
-use placed_host::observe::Protocol;
+use placed_host::observe::{Protocol, RunAs};
 
 use super::error::{DaemonError, joined};
 use super::events::{Events, now_ms};
@@ -43,6 +43,8 @@ pub(crate) struct Shared {
     /// Whether hardware counters work here (perf is offered only then).
     pub pmu: bool,
     pub protocol: Protocol,
+    /// Whom command metrics run as; `None` when the configuration does not allow them.
+    pub command_user: Option<RunAs>,
     registry: Mutex<Registry>,
     placements: Mutex<HashMap<usize, Arc<PlacementSet>>>,
     pub events: Events,
@@ -62,6 +64,26 @@ pub(crate) struct Shared {
     pub migration_hold: Option<HoldPoint>,
 }
 
+/// The user command metrics run as, looked up once at start; `None` when they are off.
+fn command_user(config: &Config) -> Result<Option<RunAs>, StartError> {
+    if !config.observe.allow_command_metrics {
+        return Ok(None);
+    }
+    let name = &config.observe.command_user;
+    let user = nix::unistd::User::from_name(name)
+        .ok()
+        .flatten()
+        .ok_or_else(|| StartError::CommandUser { user: name.clone() })?;
+    if user.uid.is_root() {
+        return Err(StartError::CommandUser { user: name.clone() });
+    }
+    tracing::warn!(user = %name, "command metrics are allowed: API callers can run programs on this host as this user");
+    Ok(Some(RunAs {
+        uid: user.uid.as_raw(),
+        gid: user.gid.as_raw(),
+    }))
+}
+
 impl Shared {
     pub fn new(
         config: Config,
@@ -75,7 +97,13 @@ impl Shared {
             );
         }
         let protocol = config.protocol().map_err(StartError::Protocol)?;
+        let command_user = command_user(&config)?;
+        for w in config.warnings() {
+            tracing::warn!("{w}");
+            warnings.push(w);
+        }
         Ok(Arc::new(Self {
+            command_user,
             models: ModelLibrary::new(config.daemon.model_dir.clone()),
             store: StateStore::new(config.daemon.state_file.clone()),
             protocol,
@@ -95,6 +123,35 @@ impl Shared {
             warnings: Mutex::new(warnings),
             migration_hold: env.migration_hold,
         }))
+    }
+
+    /// Checks `policy.default` against the machine: a `pinned:<id>` default must name a
+    /// placement that exists for some vCPU count, or every container it applies to fails.
+    pub fn check_default_policy(&self) -> Result<(), StartError> {
+        let Ok(Policy::Pinned { placement }) =
+            Policy::parse(&self.config.policy.default, self.config.policy.goal)
+        else {
+            return Ok(());
+        };
+        let known = (1..=self.machine.pus.usable.len()).any(|v| {
+            self.placements(v)
+                .is_ok_and(|s| s.get(&placement).is_some())
+        });
+        if known {
+            Ok(())
+        } else {
+            Err(StartError::DefaultPolicy {
+                placement: placed_core::text::clip(&placement, 200),
+            })
+        }
+    }
+
+    /// Whether and as whom metric commands run.
+    pub fn commands(&self) -> placed_host::observe::Commands {
+        self.command_user.map_or(
+            placed_host::observe::Commands::Refused,
+            placed_host::observe::Commands::As,
+        )
     }
 
     /// Takes the registry lock. Holders never await or do I/O, so a panic inside cannot

@@ -60,8 +60,14 @@ pub fn status_of(e: DaemonError) -> Status {
     status_for(e.fault(), e.line())
 }
 
+/// Longest `grpc-message` sent: a message echoing a 100 KB id came back as an h2 protocol
+/// error or RESOURCE_EXHAUSTED instead of the real error. Each error already clips what it
+/// echoes; this bounds the whole line, causes included.
+const MESSAGE_MAX: usize = 1000;
+
 /// The gRPC status of an error of this fault.
 pub fn status_for(fault: Fault, message: String) -> Status {
+    let message = placed_core::text::clip(&message, MESSAGE_MAX);
     match fault {
         Fault::InvalidInput => Status::invalid_argument(message),
         Fault::NotFound => Status::not_found(message),
@@ -462,5 +468,23 @@ impl PlacedService for Api {
         request: Request<pb::GetStatusRequest>,
     ) -> Result<Response<pb::GetStatusResponse>, Status> {
         self.counted(self.do_get_status(request).await)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_messages_are_clipped_saying_how_long_they_were() {
+        let st = status_for(Fault::InvalidInput, "x".repeat(100_000));
+        assert_eq!(st.code(), tonic::Code::InvalidArgument);
+        assert!(st.message().len() < 1100, "{}", st.message().len());
+        assert!(st.message().ends_with("(100000 characters in all)"));
+        let st = status_of(DaemonError::UnknownContainer {
+            reference: "y".repeat(100_000),
+        });
+        assert_eq!(st.code(), tonic::Code::NotFound);
+        assert!(st.message().len() < 600, "{}", st.message().len());
     }
 }

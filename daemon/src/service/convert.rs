@@ -224,8 +224,12 @@ pub fn metric_from_pb(m: &pb::MetricSpec) -> Result<Option<SourceSpec>, Status> 
             }
         },
     };
-    spec.check()
-        .map_err(|e| Status::invalid_argument(placed_core::text::error_line(&e)))?;
+    spec.check().map_err(|e| {
+        super::api::status_for(
+            placed_core::fault::Fault::InvalidInput,
+            placed_core::text::error_line(&e),
+        )
+    })?;
     Ok(Some(spec))
 }
 

@@ -12,6 +12,10 @@ use crate::config::{Config, TlsConfig};
 pub enum ListenError {
     #[error("another placed is already listening on {path}; stop it first")]
     InUse { path: PathBuf },
+    #[error(
+        "{path} exists and is not a socket; placed removes only a socket a previous placed left there. Choose another grpc.socket, or remove the file yourself"
+    )]
+    NotASocket { path: PathBuf },
     #[error("cannot listen on {path}")]
     Bind {
         path: PathBuf,
@@ -54,7 +58,9 @@ impl ListenError {
     pub fn fault(&self) -> placed_core::fault::Fault {
         use placed_core::fault::Fault;
         match self {
-            Self::NoGroup { .. } | Self::TlsFile { .. } => Fault::InvalidInput,
+            Self::NoGroup { .. } | Self::TlsFile { .. } | Self::NotASocket { .. } => {
+                Fault::InvalidInput
+            }
             Self::InUse { .. }
             | Self::Bind { .. }
             | Self::Mode { .. }
@@ -65,16 +71,22 @@ impl ListenError {
 }
 
 /// Binds the Unix socket. A socket file left by a daemon that died is removed; one that
-/// still answers belongs to a running daemon, which is an error.
+/// still answers belongs to a running daemon, which is an error; anything else at the path
+/// (a state file named by mistake) is refused and left alone.
 pub async fn bind_unix(config: &Config) -> Result<tokio::net::UnixListener, ListenError> {
+    use std::os::unix::fs::FileTypeExt as _;
     let path = &config.grpc.socket;
-    if path.exists() {
-        match tokio::net::UnixStream::connect(path).await {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if !meta.file_type().is_socket() => {
+            return Err(ListenError::NotASocket { path: path.clone() });
+        }
+        Ok(_) => match tokio::net::UnixStream::connect(path).await {
             Ok(_) => return Err(ListenError::InUse { path: path.clone() }),
             Err(_) => {
                 let _ = std::fs::remove_file(path);
             }
-        }
+        },
+        Err(_) => {}
     }
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|source| ListenError::Bind {
@@ -129,4 +141,46 @@ pub fn server_tls(tls: &TlsConfig) -> Result<ServerTlsConfig, ListenError> {
         cfg = cfg.client_ca_root(Certificate::from_pem(read(ca)?));
     }
     Ok(cfg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(socket: &Path) -> Config {
+        let mut c = Config::default();
+        c.grpc.socket = socket.to_owned();
+        c.grpc.socket_group = None;
+        c
+    }
+
+    #[tokio::test]
+    async fn a_regular_file_at_the_socket_path_is_refused_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.json");
+        std::fs::write(&path, "precious").unwrap();
+        let err = bind_unix(&config(&path)).await.unwrap_err();
+        assert!(matches!(err, ListenError::NotASocket { .. }), "{err}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "precious");
+        let link = dir.path().join("link.sock");
+        std::os::unix::fs::symlink(&path, &link).unwrap();
+        assert!(matches!(
+            bind_unix(&config(&link)).await,
+            Err(ListenError::NotASocket { .. })
+        ));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "precious");
+    }
+
+    #[tokio::test]
+    async fn a_dead_daemons_socket_is_replaced_and_a_live_one_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("placed.sock");
+        drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
+        let live = bind_unix(&config(&path)).await.unwrap();
+        assert!(matches!(
+            bind_unix(&config(&path)).await,
+            Err(ListenError::InUse { .. })
+        ));
+        drop(live);
+    }
 }

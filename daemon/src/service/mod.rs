@@ -13,6 +13,7 @@
 mod api;
 pub mod authority;
 mod convert;
+pub mod guard;
 pub mod listen;
 mod paging;
 mod watch;
@@ -150,19 +151,27 @@ pub async fn serve(
                 .local_addr()
                 .map(|a| a.to_string())
                 .unwrap_or_default();
-            let mut builder =
-                Server::builder()
-                    .tls_config(tls)
-                    .map_err(|source| ServeError::Tls {
-                        addr: addr.clone(),
-                        source,
-                    })?;
+            // Keepalive pings make a live but quiet client answer within guard::IDLE; a
+            // connection that answers nothing is closed by the guard.
+            let mut builder = Server::builder()
+                .http2_keepalive_interval(Some(guard::KEEPALIVE))
+                .http2_keepalive_timeout(Some(guard::KEEPALIVE))
+                .tls_config(tls)
+                .map_err(|source| ServeError::Tls {
+                    addr: addr.clone(),
+                    source,
+                })?;
             let router = builder
                 .add_service(health_service)
                 .add_service(reflection_v1)
                 .add_service(reflection_v1alpha)
                 .add_service(PlacedServiceServer::new(api));
-            let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+            let incoming = guard::guard(
+                tokio_stream::wrappers::TcpListenerStream::new(listener),
+                "grpc tcp",
+                guard::MAX_CONNECTIONS,
+                guard::IDLE,
+            );
             let stop = shutdown.clone();
             Some(tokio::spawn(async move {
                 router

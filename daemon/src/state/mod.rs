@@ -4,9 +4,12 @@
 //! instead of measuring and moving them again; a container caught mid-migration is put back
 //! on a whole, non-empty cpuset and thawed. The file format is versioned independently of
 //! the crate, carries a checksum over its exact bytes, and is written atomically
-//! ([`store`]).
+//! ([`store`]). One daemon holds the file at a time ([`lock`]), and what it reads is checked
+//! as strictly as API input before anything is adopted ([`validate`]).
 
+pub mod lock;
 mod store;
+mod validate;
 
 pub use placed_core::lifecycle::Lifecycle;
 
@@ -16,7 +19,9 @@ use placed_core::cpuset::{CpuSet, NodeSet};
 use placed_core::policy::Policy;
 use placed_host::observe::SourceSpec;
 
+pub use lock::StateLock;
 pub use store::{STATE_VERSION, StateError, StateStore};
+pub use validate::validate;
 
 /// Everything persisted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -56,7 +61,8 @@ pub struct Migration {
     pub from: Cpuset,
     pub to: Assigned,
     pub started_unix_ms: i64,
-    /// Whether the container may have been frozen for it (fast mode).
+    /// Whether placed may have frozen the container for it (fast mode, and the container
+    /// was not already frozen by someone else): only then does recovery thaw it.
     pub frozen: bool,
 }
 

@@ -60,6 +60,37 @@ pub enum StateError {
         stored: String,
         live: String,
     },
+    #[error("state file {path} is not a regular file; placed reads only regular files")]
+    NotRegular { path: PathBuf },
+    #[error(
+        "state file {path} is in use by another placed{}; stop it first, or give this one another state file",
+        .holder.map(|p| format!(" (pid {p})")).unwrap_or_default()
+    )]
+    Locked { path: PathBuf, holder: Option<u32> },
+    #[error("cannot lock the state file with {path}")]
+    Lock {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("state file {path}: container {container:?}: {field}: {problem}")]
+    Invalid {
+        path: PathBuf,
+        container: String,
+        field: &'static str,
+        problem: String,
+    },
+}
+
+impl StateError {
+    /// Who has to act: another daemon holding the file may go away (retry); the rest needs
+    /// the operator.
+    pub fn fault(&self) -> placed_core::fault::Fault {
+        match self {
+            Self::Locked { .. } => placed_core::fault::Fault::Transient,
+            _ => placed_core::fault::Fault::HostConfig,
+        }
+    }
 }
 
 /// The state file at one path.
@@ -86,9 +117,14 @@ impl StateStore {
     /// Reads the state; `Ok(None)` when there is no file yet. `live_fingerprint` is the
     /// running machine's class: a file from another class is refused.
     pub fn load(&self, live_fingerprint: &str) -> Result<Option<State>, StateError> {
-        let bytes = match std::fs::read(&self.path) {
+        let bytes = match placed_models::regular_file::read(&self.path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if placed_models::regular_file::is_not_regular(&e) => {
+                return Err(StateError::NotRegular {
+                    path: self.path.clone(),
+                });
+            }
             Err(source) => {
                 return Err(StateError::Read {
                     path: self.path.clone(),
@@ -164,6 +200,26 @@ impl StateStore {
         }
         placed_models::atomic_file::write(&self.path, &[&header, b"\n", &payload])
             .map_err(write_err)
+    }
+}
+
+impl StateStore {
+    /// Takes the state file's lock ([`super::lock`]), then removes the temporary files that
+    /// writers killed mid-write left beside it: with the lock held, none is anyone's live
+    /// write.
+    pub fn lock(&self) -> Result<super::lock::StateLock, StateError> {
+        let lock = super::lock::acquire(&self.path)?;
+        match placed_models::atomic_file::remove_stale(&self.path) {
+            Ok(removed) if !removed.is_empty() => tracing::info!(
+                count = removed.len(),
+                "removed temporary state files left by writes that were interrupted"
+            ),
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot remove stale temporary state files")
+            }
+        }
+        Ok(lock)
     }
 }
 

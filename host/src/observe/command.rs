@@ -30,6 +30,27 @@ pub struct CommandConfig {
     pub kind: Kind,
     /// Bound on one run.
     pub timeout: Duration,
+    /// The unprivileged user and group it runs as; `None` keeps the daemon's (tests).
+    pub run_as: Option<RunAs>,
+}
+
+/// Whether and as whom a [`SourceSpec`](super::SourceSpec) may run a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Commands {
+    /// Command sources are refused (the daemon, unless the operator allows them).
+    Refused,
+    /// As this process's own user: for tools an operator runs on their own files.
+    Own,
+    /// As this user and group.
+    As(RunAs),
+}
+
+/// A user and group to run a command as. The daemon runs as root, and a metric command
+/// comes from an API caller: it must never run with the daemon's privileges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunAs {
+    pub uid: u32,
+    pub gid: u32,
 }
 
 /// Why the command gave no number.
@@ -38,6 +59,11 @@ pub enum CommandError {
     /// No program was given.
     #[error("the metric command is empty")]
     Empty,
+    /// The operator has not allowed command metrics.
+    #[error(
+        "command metrics are off on this host (observe.allow_command_metrics): a command runs on the host"
+    )]
+    NotAllowed,
     /// The program could not be started.
     #[error("cannot start metric command {program:?}")]
     Spawn {
@@ -104,8 +130,14 @@ impl CommandSource {
     }
 
     async fn run(&self) -> Result<f64, CommandError> {
-        let program = self.program();
-        let mut child = Command::new(&program)
+        let program = clip(&self.program());
+        let mut command = Command::new(self.program());
+        if let Some(user) = self.config.run_as {
+            // std drops the supplementary groups too (setgroups(0)) when it changes the uid
+            // as root.
+            command.uid(user.uid).gid(user.gid);
+        }
+        let mut child = command
             .args(&self.config.argv[1..])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -200,12 +232,12 @@ async fn kill_group(child: &mut Child, group: Option<libc::pid_t>) {
 }
 
 fn clip(text: &str) -> String {
-    text.chars().take(SHOWN).collect()
+    placed_core::text::clip(text, SHOWN)
 }
 
 impl MetricSource for CommandSource {
     fn describe(&self) -> String {
-        format!("command {}", self.config.argv.join(" "))
+        clip(&format!("command {}", self.config.argv.join(" ")))
     }
 
     fn kind(&self) -> Kind {
@@ -231,6 +263,7 @@ mod tests {
             argv: vec!["sh".into(), "-c".into(), script.into()],
             kind: Kind::Gauge,
             timeout: Duration::from_millis(timeout_ms),
+            run_as: None,
         })
         .unwrap()
     }
@@ -260,6 +293,7 @@ mod tests {
             argv: vec!["/nonexistent/placed-metric".into()],
             kind: Kind::Gauge,
             timeout: Duration::from_secs(1),
+            run_as: None,
         })
         .unwrap()
         .run()
@@ -271,6 +305,7 @@ mod tests {
                 argv: vec![],
                 kind: Kind::Gauge,
                 timeout: Duration::from_secs(1),
+                run_as: None,
             }),
             Err(CommandError::Empty)
         ));
@@ -332,6 +367,35 @@ mod tests {
         assert!(
             matches!(state, None | Some('Z' | 'X')),
             "sleep {pid} still runs: {state:?}"
+        );
+    }
+
+    /// The daemon is root and the command comes from an API caller: it must run as the
+    /// configured user. As root the test drops to nobody (65534); otherwise it can only
+    /// run as itself, which still checks that the ids are applied.
+    #[tokio::test]
+    async fn the_command_runs_as_the_configured_user() {
+        // SAFETY: plain getters.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        let user = if uid == 0 {
+            RunAs {
+                uid: 65534,
+                gid: 65534,
+            }
+        } else {
+            RunAs { uid, gid }
+        };
+        let mut s = CommandSource::new(CommandConfig {
+            argv: vec!["sh".into(), "-c".into(), "echo $(id -u)$(id -g)".into()],
+            kind: Kind::Gauge,
+            timeout: Duration::from_secs(5),
+            run_as: Some(user),
+        })
+        .unwrap();
+        let got = s.poll().await.unwrap()[0].value;
+        assert_eq!(
+            got,
+            format!("{}{}", user.uid, user.gid).parse::<f64>().unwrap()
         );
     }
 }

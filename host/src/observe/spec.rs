@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use placed_core::cpuset::CpuSet;
 
-use super::command::{CommandConfig, CommandError, CommandSource};
+use super::command::{CommandConfig, CommandError, CommandSource, Commands};
 use super::perf::{PerfError, PerfMetric, PerfSource};
 use super::prometheus::text::{ParseError, Selector};
 use super::prometheus::{PrometheusConfig, PrometheusError, PrometheusSource};
@@ -121,14 +121,15 @@ impl SourceSpec {
 
     /// Builds the source for a container whose cgroup (for perf) is `cgroup_dir` and
     /// whose PUs are `cpus`. A pushed source also returns the [`Reporter`] its data must be
-    /// pushed into.
+    /// pushed into. A command source is built only as `commands` allows.
     pub async fn build(
         &self,
         name: &str,
         cgroup_dir: &Path,
         cpus: &CpuSet,
+        commands: Commands,
     ) -> Result<(AnySource, Option<Reporter>), SpecError> {
-        self.build_with(name, cgroup_dir, cpus, &SourceTimeouts::default())
+        self.build_with(name, cgroup_dir, cpus, commands, &SourceTimeouts::default())
             .await
     }
 
@@ -138,6 +139,7 @@ impl SourceSpec {
         name: &str,
         cgroup_dir: &Path,
         cpus: &CpuSet,
+        commands: Commands,
         timeouts: &SourceTimeouts,
     ) -> Result<(AnySource, Option<Reporter>), SpecError> {
         Ok(match self {
@@ -163,7 +165,16 @@ impl SourceSpec {
                 )
             }
             Self::Command { argv, counter } => {
+                if argv.is_empty() {
+                    return Err(CommandError::Empty.into());
+                }
+                let run_as = match commands {
+                    Commands::Refused => return Err(CommandError::NotAllowed.into()),
+                    Commands::Own => None,
+                    Commands::As(user) => Some(user),
+                };
                 let config = CommandConfig {
+                    run_as,
                     argv: argv.clone(),
                     kind: if *counter { Kind::Counter } else { Kind::Gauge },
                     timeout: timeouts.command,
@@ -191,7 +202,9 @@ impl SourceSpec {
                 format!("pushed {}", if *counter { "counter" } else { "rate" })
             }
             Self::Prometheus { url, selector } => format!("prometheus {url} {selector}"),
-            Self::Command { argv, .. } => format!("command {}", argv.join(" ")),
+            Self::Command { argv, .. } => {
+                placed_core::text::clip(&format!("command {}", argv.join(" ")), 200)
+            }
             Self::Perf { ipc } => format!("perf {}", if *ipc { "ipc" } else { "instructions/s" }),
         }
     }
@@ -269,7 +282,7 @@ mod tests {
             url: "http://127.0.0.1:1/metrics".into(),
             selector: "ops{".into(),
         }
-        .build("c", dir, &cpus)
+        .build("c", dir, &cpus, Commands::Refused)
         .await
         .unwrap_err();
         assert!(e.is_bad_input(), "{e}");
@@ -277,7 +290,7 @@ mod tests {
             argv: vec![],
             counter: false,
         }
-        .build("c", dir, &cpus)
+        .build("c", dir, &cpus, Commands::Refused)
         .await
         .unwrap_err();
         assert!(e.is_bad_input(), "{e}");
@@ -286,10 +299,22 @@ mod tests {
             url: "http://127.0.0.1:1/metrics".into(),
             selector: "ops_total".into(),
         }
-        .build("c", dir, &cpus)
+        .build("c", dir, &cpus, Commands::Refused)
         .await
         .unwrap_err();
         assert!(!e.is_bad_input(), "{e}");
+        // Without a user to run them as, command sources are never built.
+        let e = SourceSpec::Command {
+            argv: vec!["sh".into(), "-c".into(), "id >&2".into()],
+            counter: false,
+        }
+        .build("c", dir, &cpus, Commands::Refused)
+        .await
+        .unwrap_err();
+        assert!(
+            matches!(e, SpecError::Command(CommandError::NotAllowed)),
+            "{e}"
+        );
     }
 
     #[test]
@@ -318,7 +343,13 @@ mod tests {
                 .is_some_and(|c| c.contains("expected , or }")),
             "{cause:?}"
         );
-        for bad_url in ["https://host/metrics", "not a url", "http:///metrics"] {
+        for bad_url in [
+            "https://host/metrics",
+            "not a url",
+            "http:///metrics",
+            "file:///etc/shadow",
+            "unix:///run/x.sock",
+        ] {
             let e = prometheus(bad_url, "ops_total").check().unwrap_err();
             assert!(e.is_bad_input(), "{bad_url}: {e}");
         }
@@ -340,7 +371,7 @@ mod tests {
     #[tokio::test]
     async fn pushed_specs_come_with_their_reporter() {
         let (source, reporter) = SourceSpec::Pushed { counter: false }
-            .build("web", Path::new("/"), &CpuSet::new())
+            .build("web", Path::new("/"), &CpuSet::new(), Commands::Refused)
             .await
             .unwrap();
         assert!(matches!(source, AnySource::Pushed(_)));

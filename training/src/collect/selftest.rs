@@ -98,6 +98,7 @@ impl Job for SelfTest {
             argv: vec!["sh".into(), "-c".into(), sum],
             kind: Kind::Counter,
             timeout: Duration::from_secs(2),
+            run_as: None,
         })
         .map_err(|e| fail(e.to_string()))?;
         Ok(Box::new(Spinning {

@@ -246,10 +246,16 @@ fn build(spec: SourceSpec, name: &str, launch: &Launch<'_>) -> Result<AnySource,
     std::thread::scope(|scope| {
         scope
             .spawn(|| {
-                block_on(spec.build(name, &cgroup, &CpuSet::new()))
-                    .map_err(|e| e.to_string())?
-                    .map(|(source, _)| source)
-                    .map_err(|e| format!("metric: {e}"))
+                // The operator's own workload file: its commands run as the operator.
+                block_on(spec.build(
+                    name,
+                    &cgroup,
+                    &CpuSet::new(),
+                    placed_host::observe::Commands::Own,
+                ))
+                .map_err(|e| e.to_string())?
+                .map(|(source, _)| source)
+                .map_err(|e| format!("metric: {e}"))
             })
             .join()
             .map_err(|_| "building the metric source panicked".to_owned())?
