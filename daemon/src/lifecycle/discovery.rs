@@ -30,7 +30,7 @@ pub(super) fn start(shared: &Arc<Shared>) {
         let mut watcher = Watcher::new(&shared);
         loop {
             resync(&shared).await;
-            let interval = shared.config.containers.resync_interval;
+            let interval = shared.config().containers.resync_interval;
             tokio::select! {
                 _ = shared.cancel.cancelled() => return,
                 _ = tokio::time::sleep(interval) => {}
@@ -96,7 +96,8 @@ pub(super) async fn resync(shared: &Arc<Shared>) {
 /// The containers discovery manages on its own: those of the configured runtimes, and the
 /// children of the configured plain cgroups.
 fn wanted(shared: &Shared) -> Result<Vec<Container>, placed_host::enact::Error> {
-    let runtimes = &shared.config.containers.runtimes;
+    let config = shared.config();
+    let runtimes = &config.containers.runtimes;
     let mut out: Vec<Container> = if runtimes.is_empty() {
         Vec::new()
     } else {
@@ -107,7 +108,7 @@ fn wanted(shared: &Shared) -> Result<Vec<Container>, placed_host::enact::Error> 
             .filter(|c| runtimes.iter().any(|r| *r == c.runtime.to_string()))
             .collect()
     };
-    for prefix in &shared.config.containers.cgroups {
+    for prefix in &config.containers.cgroups {
         let Ok(parent) = CgroupPath::parse(prefix) else {
             continue;
         };
@@ -182,7 +183,7 @@ impl Watcher {
             ] {
                 dirs.push(root.join(sub));
             }
-            for c in &shared.config.containers.cgroups {
+            for c in &shared.config().containers.cgroups {
                 if let Ok(p) = CgroupPath::parse(c) {
                     dirs.push(p.under(&root));
                 }

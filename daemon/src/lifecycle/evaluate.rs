@@ -82,7 +82,7 @@ impl MetricSlot {
             .host
             .kernel()
             .noise_probe(NoiseTarget::Cgroup(dir), cpus);
-        measure(source, &probe, &shared.protocol)
+        measure(source, &probe, &shared.protocol())
             .await
             .map_err(|source| {
                 let e = DaemonError::Measure {
@@ -144,12 +144,8 @@ impl Handle {
         }
         let (baseline, probe) = (&measured[0].1, &measured[1].1);
         let mut warnings = Vec::new();
-        let c = compare(
-            baseline,
-            probe,
-            shared.protocol.confidence,
-            shared.protocol.margin,
-        )
+        let protocol = shared.protocol();
+        let c = compare(baseline, probe, protocol.confidence, protocol.margin)
         .map_err(|source| DaemonError::Compare {
             container: rec.name.clone(),
             source: Box::new(source),

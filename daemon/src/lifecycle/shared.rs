@@ -3,7 +3,7 @@
 //! metrics; and the inputs of the move-or-stay rule.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Instant;
 
 use tokio::sync::Notify;
@@ -36,13 +36,14 @@ const DEFAULT_MIGRATION_BYTES_PER_S: f64 = 1024.0 * 1024.0 * 1024.0;
 /// Everything the tasks and commands share.
 #[derive(Debug)]
 pub(crate) struct Shared {
-    pub config: Config,
+    /// Replaced whole on reload; readers take the current one ([`Shared::config`]).
+    config: RwLock<Arc<Config>>,
     pub machine: Machine,
     pub host: Host,
     pub models: ModelLibrary,
     /// Whether hardware counters work here (perf is offered only then).
     pub pmu: bool,
-    pub protocol: Protocol,
+    protocol: RwLock<Arc<Protocol>>,
     registry: Mutex<Registry>,
     placements: Mutex<HashMap<usize, Arc<PlacementSet>>>,
     pub events: Events,
@@ -78,9 +79,9 @@ impl Shared {
         Ok(Arc::new(Self {
             models: ModelLibrary::new(config.daemon.model_dir.clone()),
             store: StateStore::new(config.daemon.state_file.clone()),
-            protocol,
+            protocol: RwLock::new(Arc::new(protocol)),
             events: Events::with_history(config.grpc.watch_history),
-            config,
+            config: RwLock::new(Arc::new(config)),
             machine: env.machine,
             host: env.host,
             pmu: env.pmu,
@@ -95,6 +96,28 @@ impl Shared {
             warnings: Mutex::new(warnings),
             migration_hold: env.migration_hold,
         }))
+    }
+
+    /// The configuration now in force.
+    pub fn config(&self) -> Arc<Config> {
+        self.config.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The measurement protocol now in force.
+    pub fn protocol(&self) -> Arc<Protocol> {
+        self.protocol
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Replaces the configuration and the protocol derived from it. A measurement already
+    /// running keeps the protocol it started with.
+    pub fn reconfigure(&self, config: Config) -> Result<(), StartError> {
+        let protocol = config.protocol().map_err(StartError::Protocol)?;
+        *self.protocol.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(protocol);
+        *self.config.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(config);
+        Ok(())
     }
 
     /// Takes the registry lock. Holders never await or do I/O, so a panic inside cannot
@@ -236,7 +259,7 @@ impl Shared {
                 trespassing,
                 bytes_to_move,
                 migration_bytes_per_s,
-                horizon_s: self.config.policy.horizon.as_secs_f64(),
+                horizon_s: self.config().policy.horizon.as_secs_f64(),
             },
             target,
         )
@@ -298,7 +321,7 @@ impl Shared {
     pub fn throttled_mode(&self) -> Mode {
         Mode::Throttled {
             bytes_per_sec: self
-                .config
+                .config()
                 .policy
                 .throttle_mib_per_s
                 .saturating_mul(1 << 20),
@@ -307,7 +330,7 @@ impl Shared {
 
     /// The configured migration mode.
     pub fn migration_mode(&self) -> Mode {
-        match self.config.policy.migration.as_str() {
+        match self.config().policy.migration.as_str() {
             "fast" => Mode::fast(),
             "throttled" => self.throttled_mode(),
             _ => Mode::Kernel,
