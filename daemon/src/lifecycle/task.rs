@@ -71,7 +71,7 @@ async fn run(handle: Handle) {
                 None
             }
             Err(e) => {
-                let retry = backoff(handle.shared.config.containers.resync_interval, failures);
+                let retry = backoff(handle.shared.config().containers.resync_interval, failures);
                 failures = failures.saturating_add(1);
                 handle.fail(&e);
                 Some(retry)
@@ -143,7 +143,7 @@ async fn step(handle: &Handle, source: &mut MetricSlot) -> Result<Next, DaemonEr
                     .apply_policy(&set, &rec.policy, Some(&prediction), None, Why::Automatic)
                     .await?;
                 drop(guard);
-                Ok(Next::Sleep(shared.config.observe.watch_interval))
+                Ok(Next::Sleep(shared.config().observe.watch_interval))
             }
             _ => {
                 let prediction = usable_prediction(&rec).cloned();
@@ -180,7 +180,7 @@ async fn watch(
     generation: u64,
     source: &mut MetricSlot,
 ) -> Result<Next, DaemonError> {
-    let interval = handle.shared.config.observe.watch_interval;
+    let interval = handle.shared.config().observe.watch_interval;
     let Some(prediction) = usable_prediction(rec) else {
         return Ok(Next::Idle);
     };
@@ -204,8 +204,12 @@ async fn watch(
         }
     };
     let expected = base * relative;
+    if base > 0.0 {
+        let observed = m.estimate.value / base;
+        handle.shared.metrics.per_container.observed(&rec.id, observed);
+    }
     let drift = (m.estimate.value / expected - 1.0).abs();
-    if expected > 0.0 && drift > handle.shared.config.policy.drift {
+    if expected > 0.0 && drift > handle.shared.config().policy.drift {
         handle.set_state(
             Lifecycle::Discovered,
             &format!(
