@@ -13,9 +13,9 @@ use crate::config::{Config, ConfigError};
 use crate::lifecycle::{Daemon, Environment, StartError};
 use crate::service::{self, ServeError, listen::ListenError};
 use crate::systemd;
+use crate::telemetry::Metrics;
 use crate::telemetry::logging::LogControl;
 use crate::telemetry::serve::{self as metrics_endpoint, Endpoint};
-use crate::telemetry::Metrics;
 use placed_core::fault::Fault;
 use placed_host::stop::{Signal, Stop};
 

@@ -174,7 +174,8 @@ fn bad_input_gets_one_line_and_its_exit_code() {
         "v3.xml",
         "<?xml version=\"1.0\"?><topology version=\"3.0\"/>",
     );
-    placectl(["placements", "--vcpus", "2", "--topology", &v3]).fails_with(Exit::BadInput, "format 3.0");
+    placectl(["placements", "--vcpus", "2", "--topology", &v3])
+        .fails_with(Exit::BadInput, "format 3.0");
     // This one crashes hwloc 2.9 if it gets that far.
     let crash = write(
         "crash.xml",

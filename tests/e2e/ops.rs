@@ -71,9 +71,7 @@ fn sighup_reloads_the_live_settings_and_survives_a_bad_file() {
 
     let from = d.log().len();
     d.signal(libc::SIGHUP);
-    let applied = d.wait_log_line(from, "the reload", |l| {
-        l.contains("configuration reloaded")
-    });
+    let applied = d.wait_log_line(from, "the reload", |l| l.contains("configuration reloaded"));
     assert!(applied.contains("policy.default"), "{applied}");
     assert!(!applied.contains("watch_history"), "{applied}");
     let refused = d.wait_log_line(from, "the refusal", |l| l.contains("need a restart"));
@@ -111,8 +109,14 @@ fn sighup_reloads_the_live_settings_and_survives_a_bad_file() {
 fn scrape(port: u16, accept: Option<&str>) -> (String, String) {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect to /metrics");
-    let accept = accept.map(|a| format!("Accept: {a}\r\n")).unwrap_or_default();
-    write!(s, "GET /metrics HTTP/1.0\r\nHost: localhost\r\n{accept}\r\n").unwrap();
+    let accept = accept
+        .map(|a| format!("Accept: {a}\r\n"))
+        .unwrap_or_default();
+    write!(
+        s,
+        "GET /metrics HTTP/1.0\r\nHost: localhost\r\n{accept}\r\n"
+    )
+    .unwrap();
     let mut response = String::new();
     s.read_to_string(&mut response).unwrap();
     let (head, body) = response.split_once("\r\n\r\n").expect("an HTTP response");
@@ -134,7 +138,9 @@ fn promtool() -> Option<std::path::PathBuf> {
     if local.exists() {
         return Some(local);
     }
-    let on_path = std::process::Command::new("promtool").arg("--version").output();
+    let on_path = std::process::Command::new("promtool")
+        .arg("--version")
+        .output();
     if on_path.is_ok_and(|o| o.status.success()) {
         return Some("promtool".into());
     }
@@ -170,7 +176,11 @@ fn metrics_pass_promtool_and_follow_the_containers() {
     assert_eq!(content_type, "text/plain; version=0.0.4; charset=utf-8");
     let series = r#"placed_container_units{container="c1",runtime="cgroup",policy="observe"}"#;
     assert!(text.contains(series), "{text}");
-    for family in ["placed_build_info{", "process_open_fds ", "placed_errors_total{kind=\"enact\"} 0"] {
+    for family in [
+        "placed_build_info{",
+        "process_open_fds ",
+        "placed_errors_total{kind=\"enact\"} 0",
+    ] {
         assert!(text.contains(family), "{family} missing:\n{text}");
     }
     let mut check = std::process::Command::new(&promtool)
@@ -182,7 +192,12 @@ fn metrics_pass_promtool_and_follow_the_containers() {
         .expect("run promtool");
     {
         use std::io::Write;
-        check.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+        check
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
     }
     let out = check.wait_with_output().unwrap();
     let said = format!(
@@ -190,11 +205,17 @@ fn metrics_pass_promtool_and_follow_the_containers() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(out.status.success() && said.trim().is_empty(), "promtool: {said}\n{text}");
+    assert!(
+        out.status.success() && said.trim().is_empty(),
+        "promtool: {said}\n{text}"
+    );
 
     let prometheus_accept = "application/openmetrics-text;version=1.0.0;q=0.5,application/openmetrics-text;version=0.0.1;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2";
     let (content_type, om) = scrape(d.metrics_port, Some(prometheus_accept));
-    assert!(content_type.starts_with("application/openmetrics-text; version=1.0.0"), "{content_type}");
+    assert!(
+        content_type.starts_with("application/openmetrics-text; version=1.0.0"),
+        "{content_type}"
+    );
     assert!(om.ends_with("# EOF\n"), "{om}");
 
     drop(cg);
@@ -203,7 +224,10 @@ fn metrics_pass_promtool_and_follow_the_containers() {
     });
     let (_, after) = scrape(d.metrics_port, None);
     assert!(!after.contains("container=\"c1\""), "{after}");
-    assert!(after.contains("# TYPE placed_container_units gauge"), "{after}");
+    assert!(
+        after.contains("# TYPE placed_container_units gauge"),
+        "{after}"
+    );
 }
 
 /// `placectl watch | head -1`: one line, RFC 3339 time, and placectl ends (exit 0) once
@@ -227,7 +251,9 @@ fn watch_ends_when_its_reader_goes_and_prints_rfc3339_times() {
     let pid = load.pid();
     cg.adopt(&c1, pid, load);
     let mut line = String::new();
-    std::io::BufReader::new(stdout).read_line(&mut line).unwrap();
+    std::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .unwrap();
     // The reader (head -1) is gone once the BufReader is dropped above.
     let time = line.split_whitespace().next().unwrap_or_default();
     assert!(
@@ -286,7 +312,10 @@ fn offline_commands_take_no_connection_flags() {
     let help = crate::util::placectl(["topology", "--help"]).ok();
     assert!(!help.stdout.contains("--socket"), "{help:?}");
     let help = crate::util::placectl(["status", "--help"]).ok();
-    assert!(help.stdout.contains("--socket") && help.stdout.contains("--timeout"), "{help:?}");
+    assert!(
+        help.stdout.contains("--socket") && help.stdout.contains("--timeout"),
+        "{help:?}"
+    );
 }
 
 /// A daemon that accepts and never answers: placectl gives up after --timeout with the
@@ -305,5 +334,8 @@ fn requests_give_up_after_the_timeout() {
         "--timeout",
         "1s",
     ])
-    .fails_with(placed_core::exit::Exit::Unavailable, "no answer from placed within 1s");
+    .fails_with(
+        placed_core::exit::Exit::Unavailable,
+        "no answer from placed within 1s",
+    );
 }

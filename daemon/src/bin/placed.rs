@@ -6,8 +6,8 @@
 //! binaries (`placed_core::exit`).
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Parser;
 
@@ -164,7 +164,10 @@ fn ignore_user_signals() {
             Ok(mut s) => {
                 tokio::spawn(async move {
                     while s.recv().await.is_some() {
-                        tracing::warn!(signal = name, "signal ignored: placed stops on SIGTERM or SIGINT and reloads on SIGHUP");
+                        tracing::warn!(
+                            signal = name,
+                            "signal ignored: placed stops on SIGTERM or SIGINT and reloads on SIGHUP"
+                        );
                     }
                 });
             }

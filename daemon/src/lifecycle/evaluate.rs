@@ -145,11 +145,13 @@ impl Handle {
         let (baseline, probe) = (&measured[0].1, &measured[1].1);
         let mut warnings = Vec::new();
         let protocol = shared.protocol();
-        let c = compare(baseline, probe, protocol.confidence, protocol.margin)
-        .map_err(|source| DaemonError::Compare {
-            container: rec.name.clone(),
-            source: Box::new(source),
-        })?;
+        let c =
+            compare(baseline, probe, protocol.confidence, protocol.margin).map_err(|source| {
+                DaemonError::Compare {
+                    container: rec.name.clone(),
+                    source: Box::new(source),
+                }
+            })?;
         if c.verdict == Verdict::Inconclusive {
             warnings.push(format!(
                 "baseline and probe could not be told apart (ratio {:.3}, interval {:.3}-{:.3}): the prediction rests on a noisy probe",

@@ -100,7 +100,10 @@ impl Shared {
 
     /// The configuration now in force.
     pub fn config(&self) -> Arc<Config> {
-        self.config.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.config
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// The measurement protocol now in force.

@@ -206,7 +206,11 @@ async fn watch(
     let expected = base * relative;
     if base > 0.0 {
         let observed = m.estimate.value / base;
-        handle.shared.metrics.per_container.observed(&rec.id, observed);
+        handle
+            .shared
+            .metrics
+            .per_container
+            .observed(&rec.id, observed);
     }
     let drift = (m.estimate.value / expected - 1.0).abs();
     if expected > 0.0 && drift > handle.shared.config().policy.drift {

@@ -100,7 +100,9 @@ pub struct LogControl {
 
 /// A log level the configuration gave that is not a valid filter.
 #[derive(Debug, thiserror::Error)]
-#[error("daemon.log_level = {level:?} is not a log filter (e.g. \"info\" or \"info,placed=debug\"): {detail}")]
+#[error(
+    "daemon.log_level = {level:?} is not a log filter (e.g. \"info\" or \"info,placed=debug\"): {detail}"
+)]
 pub struct LevelError {
     pub level: String,
     pub detail: String,
@@ -168,20 +170,21 @@ where
     match (format, journal) {
         (LogFormat::Json, false) => Box::new(base.json().flatten_event(true)),
         // journald strips the prefix: the journal's MESSAGE is still one JSON object.
-        (LogFormat::Json, true) => Box::new(
-            base.json()
-                .event_format(Prefixed::new(tracing_subscriber::fmt::format().json().flatten_event(true))),
-        ),
+        (LogFormat::Json, true) => Box::new(base.json().event_format(Prefixed::new(
+            tracing_subscriber::fmt::format().json().flatten_event(true),
+        ))),
         (LogFormat::Text, false) => Box::new(base),
         // The priority says the level (journalctl colours it and filters on it), and the
         // padded level word would leave a leading space once journald strips the prefix.
-        (LogFormat::Text, true) => Box::new(base.event_format(Prefixed::new(
-            tracing_subscriber::fmt::format()
-                .without_time()
-                .with_target(false)
-                .with_level(false)
-                .with_ansi(false),
-        ))),
+        (LogFormat::Text, true) => Box::new(
+            base.event_format(Prefixed::new(
+                tracing_subscriber::fmt::format()
+                    .without_time()
+                    .with_target(false)
+                    .with_level(false)
+                    .with_ansi(false),
+            )),
+        ),
     }
 }
 

@@ -92,7 +92,11 @@ impl Default for Metrics {
                 ("version", env!("CARGO_PKG_VERSION")),
                 (
                     "profile",
-                    if cfg!(debug_assertions) { "debug" } else { "release" },
+                    if cfg!(debug_assertions) {
+                        "debug"
+                    } else {
+                        "release"
+                    },
                 ),
                 ("arch", std::env::consts::ARCH),
             ]),

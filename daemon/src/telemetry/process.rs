@@ -66,7 +66,10 @@ pub fn parse_stat(stat: &str, ticks: f64, page: f64) -> Option<Stats> {
 /// The soft limit on open files from /proc/self/limits.
 pub fn max_open_files(limits: &str) -> Option<f64> {
     let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
-    let soft = line.strip_prefix("Max open files")?.split_whitespace().next()?;
+    let soft = line
+        .strip_prefix("Max open files")?
+        .split_whitespace()
+        .next()?;
     if soft == "unlimited" {
         return Some(f64::INFINITY);
     }

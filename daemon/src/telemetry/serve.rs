@@ -178,7 +178,11 @@ impl Endpoint {
     }
 }
 
-async fn serve(listener: tokio::net::TcpListener, metrics: Arc<Metrics>, cancel: CancellationToken) {
+async fn serve(
+    listener: tokio::net::TcpListener,
+    metrics: Arc<Metrics>,
+    cancel: CancellationToken,
+) {
     let app = axum::Router::new().route(
         "/metrics",
         axum::routing::get(move |headers: axum::http::HeaderMap| {

@@ -26,7 +26,10 @@ fn sample(text: &str, series: &str) -> Option<f64> {
 #[test]
 fn each_managed_container_has_its_series_until_it_is_unmanaged() {
     let m = Metrics::default();
-    let managed = Arc::new(Mutex::new(vec![view("/docker/a", "web"), view("/docker/b", "db")]));
+    let managed = Arc::new(Mutex::new(vec![
+        view("/docker/a", "web"),
+        view("/docker/b", "db"),
+    ]));
     let source = managed.clone();
     m.per_container
         .set_source(move || source.lock().unwrap().clone());
@@ -34,13 +37,19 @@ fn each_managed_container_has_its_series_until_it_is_unmanaged() {
     m.per_container.moved("/docker/a", 1 << 20);
     let text = m.render(Format::Text);
     let web = r#"{container="web",runtime="docker",policy="model"}"#;
-    assert_eq!(sample(&text, &format!("placed_container_units{web}")), Some(2.0));
+    assert_eq!(
+        sample(&text, &format!("placed_container_units{web}")),
+        Some(2.0)
+    );
     assert_eq!(
         sample(&text, &format!("placed_container_migrations_total{web}")),
         Some(2.0)
     );
     assert_eq!(
-        sample(&text, &format!("placed_container_migration_bytes_total{web}")),
+        sample(
+            &text,
+            &format!("placed_container_migration_bytes_total{web}")
+        ),
         Some(2097152.0)
     );
     assert_eq!(
@@ -70,7 +79,10 @@ fn each_managed_container_has_its_series_until_it_is_unmanaged() {
     m.per_container.observed("/docker/a", 0.4);
     let text = m.render(Format::Text);
     assert_eq!(
-        sample(&text, &format!("placed_container_observed_relative_performance{web}")),
+        sample(
+            &text,
+            &format!("placed_container_observed_relative_performance{web}")
+        ),
         Some(0.4)
     );
     let err = sample(&text, &format!("placed_container_prediction_error{web}")).unwrap();
@@ -129,11 +141,17 @@ fn every_family_is_there_before_any_event() {
     }
     for outcome in ["ok", "failed", "rolled_back"] {
         assert_eq!(
-            sample(&text, &format!("placed_migrations_total{{outcome=\"{outcome}\"}}")),
+            sample(
+                &text,
+                &format!("placed_migrations_total{{outcome=\"{outcome}\"}}")
+            ),
             Some(0.0)
         );
     }
-    assert_eq!(sample(&text, r#"placed_containers{state="failed"}"#), Some(0.0));
+    assert_eq!(
+        sample(&text, r#"placed_containers{state="failed"}"#),
+        Some(0.0)
+    );
     assert!(
         text.contains(&format!(
             "placed_build_info{{version=\"{}\"",

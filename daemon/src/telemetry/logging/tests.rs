@@ -84,7 +84,10 @@ fn text_lines_to_the_journal_carry_their_priority() {
         ("<7>", "detail"),
         ("<7>", "noise"),
     ]) {
-        assert!(line.starts_with(prefix), "{line:?} should start with {prefix}");
+        assert!(
+            line.starts_with(prefix),
+            "{line:?} should start with {prefix}"
+        );
         assert!(line.contains(text), "{line:?}");
     }
     // journald timestamps lines itself and shows the level from the priority.

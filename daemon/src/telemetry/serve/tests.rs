@@ -65,7 +65,10 @@ fn the_daemon_metrics_render_in_both_formats() {
     assert!(om.contains("# TYPE placed_predictions counter"), "{om}");
     let text = m.render(Format::Text);
     assert!(!text.contains("# EOF"), "{text}");
-    assert!(text.contains("# TYPE placed_predictions_total counter"), "{text}");
+    assert!(
+        text.contains("# TYPE placed_predictions_total counter"),
+        "{text}"
+    );
     assert!(text.contains("placed_predictions_total 1"), "{text}");
 }
 
