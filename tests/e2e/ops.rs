@@ -116,9 +116,9 @@ fn scrape(port: u16, accept: Option<&str>) -> (String, String) {
         s,
         "GET /metrics HTTP/1.0\r\nHost: localhost\r\n{accept}\r\n"
     )
-    .unwrap();
+    .expect("send the request");
     let mut response = String::new();
-    s.read_to_string(&mut response).unwrap();
+    s.read_to_string(&mut response).expect("read the response");
     let (head, body) = response.split_once("\r\n\r\n").expect("an HTTP response");
     let content_type = head
         .lines()
