@@ -456,3 +456,23 @@ pub fn event_json(e: &pb::WatchResponse) -> Value {
         "message": e.message,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_rfc3339_utc_with_milliseconds() {
+        let t = prost_types::Timestamp {
+            seconds: 1_795_508_243,
+            nanos: 123_456_789,
+        };
+        assert_eq!(rfc3339(Some(&t)), "2026-11-24T08:17:23.123Z");
+        assert_eq!(rfc3339(None), "-");
+        let before_epoch = prost_types::Timestamp {
+            seconds: -1,
+            nanos: 0,
+        };
+        assert_eq!(rfc3339(Some(&before_epoch)), "-");
+    }
+}
