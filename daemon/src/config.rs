@@ -44,6 +44,9 @@ pub struct DaemonConfig {
     pub model_dir: PathBuf,
     /// `text` for people and journald, `json` for log shippers.
     pub log_format: LogFormat,
+    /// Which log lines are written: a level (`info`) or a filter (`info,placed=debug`).
+    /// `RUST_LOG` overrides it. Changes on reload (SIGHUP).
+    pub log_level: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -183,6 +186,7 @@ impl Default for DaemonConfig {
             state_file: "/var/lib/placed/state.json".into(),
             model_dir: "/var/lib/placed/models".into(),
             log_format: LogFormat::Text,
+            log_level: "info".into(),
         }
     }
 }
@@ -343,6 +347,9 @@ impl Config {
                 "policy.default: {}",
                 echo(&placed_core::text::error_line(&e))
             )));
+        }
+        if let Err(e) = crate::telemetry::logging::parse_level(&self.daemon.log_level) {
+            return Err(invalid(e.to_string()));
         }
         match u32::from_str_radix(&self.grpc.socket_mode, 8) {
             Err(_) => {

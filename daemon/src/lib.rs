@@ -11,6 +11,7 @@
 //! - [`service`]: the `placed.v1` gRPC service, health and reflection, and its listeners.
 //! - [`state`]: the versioned, checksummed state file a restarted daemon adopts from.
 //! - [`config`]: the daemon's TOML configuration and its defaults.
+//! - [`reload`]: what a reloaded configuration may change while running.
 //! - [`telemetry`]: logging and the Prometheus metrics endpoint.
 //! - [`systemd`]: readiness, status and the watchdog under `Type=notify`.
 //! - [`run`]: the whole life of the daemon, from binding its listeners to a clean stop.
@@ -20,6 +21,7 @@
 
 pub mod config;
 pub mod lifecycle;
+pub mod reload;
 pub mod run;
 pub mod service;
 pub mod state;

@@ -9,11 +9,13 @@
 
 use std::sync::Arc;
 
-use crate::config::Config;
+use crate::config::{Config, ConfigError};
 use crate::lifecycle::{Daemon, Environment, StartError};
 use crate::service::{self, ServeError, listen::ListenError};
 use crate::systemd;
-use crate::telemetry::{self, Metrics};
+use crate::telemetry::Metrics;
+use crate::telemetry::logging::LogControl;
+use crate::telemetry::serve::{self as metrics_endpoint, Endpoint};
 use placed_core::fault::Fault;
 use placed_host::stop::{Signal, Stop};
 
@@ -76,8 +78,29 @@ pub fn raise_nofile() -> std::io::Result<u64> {
     Ok(lim.rlim_cur)
 }
 
+/// How the daemon reloads its configuration (SIGHUP).
+pub struct Reload {
+    /// Notified once per reload request.
+    pub requests: Arc<tokio::sync::Notify>,
+    /// Reads the configuration file again (with the command line's overrides applied).
+    pub load: Arc<dyn Fn() -> Result<Config, ConfigError> + Send + Sync>,
+    /// Changes the log level, when this process set up logging.
+    pub logs: Option<LogControl>,
+}
+
+impl std::fmt::Debug for Reload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reload").finish_non_exhaustive()
+    }
+}
+
 /// Runs the daemon on this host until `stop` is requested (a signal, or the caller).
 pub async fn run(config: Config, stop: Stop) -> Result<(), RunError> {
+    run_with(config, stop, None).await
+}
+
+/// [`run`], reloading the configuration whenever `reload` asks.
+pub async fn run_with(config: Config, stop: Stop, reload: Option<Reload>) -> Result<(), RunError> {
     let token = stop.token();
     match raise_nofile() {
         Ok(n) => tracing::info!(limit = n, "open file limit"),
@@ -109,26 +132,24 @@ pub async fn run(config: Config, stop: Stop) -> Result<(), RunError> {
         _ => None,
     };
     let metrics = Arc::new(Metrics::default());
-    let metrics_listener = if config.metrics.enabled {
-        let addr = config.metrics.listen;
-        Some(
-            telemetry::bind_metrics(addr)
-                .await
-                .map_err(|source| RunError::Metrics { addr, source })?,
-        )
-    } else {
-        None
-    };
+    let metrics_listener = metrics_endpoint::bind(&config.metrics)
+        .await
+        .map_err(|source| RunError::Metrics {
+            addr: config.metrics.listen,
+            source,
+        })?;
     let (serving, servers) = service::serve(unix, tcp, token.clone())
         .await
         .map_err(RunError::Serve)?;
+    let mut endpoint = Endpoint::new(metrics.clone(), token.clone());
     if let Some(l) = metrics_listener {
-        tokio::spawn(telemetry::serve_metrics(l, metrics.clone(), token.clone()));
+        endpoint.serve(config.metrics.listen, l);
     }
     let socket = config.grpc.socket.clone();
     tracing::info!(socket = %socket.display(), "listening; restoring state");
     systemd::status("restoring state");
 
+    let running = config.clone();
     let started = match Environment::detect(&config).await {
         Ok(env) => Daemon::start(config, env, metrics).await,
         Err(e) => Err(e),
@@ -161,6 +182,10 @@ pub async fn run(config: Config, stop: Stop) -> Result<(), RunError> {
         }));
     }
 
+    if let Some(r) = reload {
+        tokio::spawn(reloads(r, running, daemon.clone(), endpoint, token.clone()));
+    }
+
     token.cancelled().await;
     tracing::info!(
         signal = stop.signal().map_or("none", Signal::name),
@@ -172,6 +197,96 @@ pub async fn run(config: Config, stop: Stop) -> Result<(), RunError> {
     let result = servers.wait().await;
     let _ = std::fs::remove_file(&socket);
     result.map_err(RunError::Serve)
+}
+
+/// Applies each reload request until the daemon stops.
+async fn reloads(
+    reload: Reload,
+    mut running: Config,
+    daemon: Daemon,
+    mut endpoint: Endpoint,
+    cancel: tokio_util::sync::CancellationToken,
+) {
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            _ = reload.requests.notified() => {}
+        }
+        systemd::status("reloading the configuration");
+        let load = reload.load.clone();
+        let loaded = match tokio::task::spawn_blocking(move || load()).await {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::error!(error = %e, "configuration not reloaded: reading it failed");
+                continue;
+            }
+        };
+        match loaded {
+            Ok(new) => {
+                if let Some(r) = apply(&reload, &running, new, &daemon, &mut endpoint).await {
+                    running = r;
+                }
+            }
+            Err(e) => tracing::error!(
+                error = %placed_core::text::error_line(&e),
+                "configuration not reloaded: the file is refused and the running configuration kept"
+            ),
+        }
+        systemd::status("serving");
+    }
+}
+
+/// Applies what may change live of `new`; returns the configuration now running, or
+/// `None` when nothing was applied.
+async fn apply(
+    reload: &Reload,
+    running: &Config,
+    new: Config,
+    daemon: &Daemon,
+    endpoint: &mut Endpoint,
+) -> Option<Config> {
+    let plan = match crate::reload::plan(running, new) {
+        Ok(p) => p,
+        Err(e) => {
+            tracing::error!(error = %e, "configuration not reloaded");
+            return None;
+        }
+    };
+    if !plan.refused.is_empty() {
+        tracing::warn!(
+            keys = %plan.refused.join(", "),
+            "configuration changes that need a restart were not applied; the running values stay until placed is restarted"
+        );
+    }
+    if plan.applied.is_empty() {
+        tracing::info!("configuration reloaded: nothing to change while running");
+        return None;
+    }
+    let mut config = plan.config;
+    if let Err(e) = endpoint.reconfigure(&config.metrics).await {
+        tracing::error!(
+            error = %e,
+            listen = %config.metrics.listen,
+            "metrics endpoint not moved; it stays where it was"
+        );
+        config.metrics = running.metrics.clone();
+    }
+    if let Err(e) = daemon.reconfigure(config.clone()) {
+        tracing::error!(error = %placed_core::text::error_line(&e), "configuration not reloaded");
+        return None;
+    }
+    if let Some(logs) = &reload.logs {
+        match logs.set_level(&config.daemon.log_level) {
+            Ok(true) => {}
+            Ok(false) if config.daemon.log_level != running.daemon.log_level => {
+                tracing::warn!("daemon.log_level changed, but RUST_LOG is set and overrides it");
+            }
+            Ok(false) => {}
+            Err(e) => tracing::warn!(error = %e, "log level not changed"),
+        }
+    }
+    tracing::info!(changed = %plan.applied.join(", "), "configuration reloaded");
+    Some(config)
 }
 
 #[cfg(test)]

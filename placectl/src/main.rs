@@ -3,8 +3,9 @@
 //! Parses flags and calls into the library; everything it prints comes from `placectl::cli`.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 use placed_proto::v1 as pb;
 
 use placectl::cli::{self, Exit, StatusError};
@@ -26,29 +27,31 @@ struct Cli {
     /// Print JSON (schemas in docs/cli-json.md) instead of tables.
     #[arg(long, global = true)]
     json: bool,
-    #[command(flatten)]
-    daemon: DaemonArgs,
     #[command(subcommand)]
     command: Command,
 }
 
-/// Where the daemon is, for the commands that talk to it.
-#[derive(Args, Debug)]
+/// Where the daemon is, for the commands that talk to it (and only on those).
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Daemon connection")]
 struct DaemonArgs {
     /// The daemon's Unix socket.
-    #[arg(long, global = true, env = "PLACED_SOCKET", default_value = client::DEFAULT_SOCKET, value_name = "PATH")]
+    #[arg(long, env = "PLACED_SOCKET", default_value = client::DEFAULT_SOCKET, value_name = "PATH")]
     socket: PathBuf,
     /// A remote daemon over TCP with TLS, e.g. https://host:7443 (instead of the socket).
-    #[arg(long, global = true, value_name = "URL", requires = "ca")]
+    #[arg(long, value_name = "URL", requires = "ca")]
     addr: Option<String>,
     /// CA certificate (PEM) the remote daemon's certificate is checked against.
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, value_name = "FILE")]
     ca: Option<PathBuf>,
     /// Client certificate and key (PEM), when the daemon requires one.
-    #[arg(long, global = true, value_name = "FILE", requires = "key")]
+    #[arg(long, value_name = "FILE", requires = "key")]
     cert: Option<PathBuf>,
-    #[arg(long, global = true, value_name = "FILE", requires = "cert")]
+    #[arg(long, value_name = "FILE", requires = "cert")]
     key: Option<PathBuf>,
+    /// Give up on the daemon after this long (e.g. 30s, 2m); `watch` streams without limit.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
+    timeout: Duration,
 }
 
 impl DaemonArgs {
@@ -101,7 +104,7 @@ enum Command {
     /// List the important placements for a container of N vCPUs (no daemon needed).
     Placements {
         /// vCPUs of the container.
-        #[arg(long, short = 'v')]
+        #[arg(long)]
         vcpus: usize,
         #[command(flatten)]
         machine: MachineArgs,
@@ -118,12 +121,19 @@ enum Command {
     Containers {
         #[arg(long)]
         host: bool,
+        #[command(flatten)]
+        daemon: DaemonArgs,
     },
     /// The daemon's state: machine class, containers per state, models.
-    Status,
+    Status {
+        #[command(flatten)]
+        daemon: DaemonArgs,
+    },
     /// Hand a container to the daemon, or change how it manages it.
     Manage {
         container: String,
+        #[command(flatten)]
+        daemon: DaemonArgs,
         /// vCPUs; default: from the container's CPU quota, else its cpuset.
         #[arg(long)]
         vcpus: Option<u32>,
@@ -137,13 +147,19 @@ enum Command {
     },
     /// Predicted performance of a container in every important placement, with the
     /// observations and the model behind it.
-    Predict { container: String },
+    Predict {
+        container: String,
+        #[command(flatten)]
+        daemon: DaemonArgs,
+    },
     /// What a policy would choose for a container, without moving it. Exit 1 when it would
     /// stay where it is.
     Recommend {
         container: String,
         #[command(flatten)]
         policy: PolicyArgs,
+        #[command(flatten)]
+        daemon: DaemonArgs,
     },
     /// Move a container now: to a placement, or where a policy says. Either becomes the
     /// container's policy (`--placement ID` pins it: policy `pinned:ID`), and the output
@@ -158,17 +174,55 @@ enum Command {
         /// How memory follows (default: the daemon's config).
         #[arg(long, value_name = "MODE", value_enum)]
         migrate: Option<ModeKind>,
+        #[command(flatten)]
+        daemon: DaemonArgs,
     },
-    /// Stream lifecycle events until interrupted.
+    /// Stream lifecycle events until interrupted or until the reader goes away
+    /// (`placectl watch | head -1`). Times are RFC 3339, UTC.
     Watch {
         container: Option<String>,
         /// Start with the events kept after this sequence number (the last one seen).
         #[arg(long, value_name = "SEQUENCE")]
         after: Option<u64>,
+        #[command(flatten)]
+        daemon: DaemonArgs,
     },
     /// Push performance samples for a container (values as arguments, else one per line on
     /// stdin).
-    Report { container: String, values: Vec<f64> },
+    Report {
+        container: String,
+        values: Vec<f64>,
+        #[command(flatten)]
+        daemon: DaemonArgs,
+    },
+    /// Print a shell completion script: `placectl completion bash > /etc/bash_completion.d/placectl`.
+    Completion {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page, placectl(1), as roff (for packaging).
+    #[command(hide = true)]
+    Man,
+}
+
+impl Command {
+    /// Where the daemon is, for a command that talks to it.
+    fn daemon(&self) -> Option<&DaemonArgs> {
+        match self {
+            Command::Containers {
+                host: false,
+                daemon,
+            }
+            | Command::Status { daemon }
+            | Command::Manage { daemon, .. }
+            | Command::Predict { daemon, .. }
+            | Command::Recommend { daemon, .. }
+            | Command::Place { daemon, .. }
+            | Command::Watch { daemon, .. }
+            | Command::Report { daemon, .. } => Some(daemon),
+            _ => None,
+        }
+    }
 }
 
 /// Which machine: this host by default.
@@ -249,7 +303,19 @@ fn run(cli: Cli) -> Result<Exit, Box<dyn std::error::Error>> {
             };
             Ok(cli::emit(&text))
         }
-        Command::Containers { host: true } => {
+        Command::Completion { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "placectl", &mut script);
+            Ok(cli::emit(&String::from_utf8_lossy(&script)))
+        }
+        Command::Man => {
+            let mut page = Vec::new();
+            clap_mangen::Man::new(Cli::command())
+                .section("1")
+                .render(&mut page)?;
+            Ok(cli::emit(&String::from_utf8_lossy(&page)))
+        }
+        Command::Containers { host: true, .. } => {
             let list = Host::detect()?.list()?;
             let text = if cli.json {
                 json_text(&cli::containers_json(&list))?
@@ -259,10 +325,28 @@ fn run(cli: Cli) -> Result<Exit, Box<dyn std::error::Error>> {
             Ok(cli::emit(&text))
         }
         command => {
+            let Some(daemon) = command.daemon().cloned() else {
+                return Err("not a daemon command".into());
+            };
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;
-            runtime.block_on(remote(command, cli.json, &cli.daemon))
+            let streaming = matches!(command, Command::Watch { .. });
+            runtime.block_on(async {
+                let request = remote(command, cli.json, &daemon);
+                if streaming {
+                    return request.await;
+                }
+                match tokio::time::timeout(daemon.timeout, request).await {
+                    Ok(r) => r,
+                    // A timeout is "try again", as DEADLINE_EXCEEDED from the daemon is.
+                    Err(_) => Err(StatusError(tonic::Status::deadline_exceeded(format!(
+                        "no answer from placed within {} (--timeout)",
+                        humantime::format_duration(daemon.timeout)
+                    )))
+                    .into()),
+                }
+            })
         }
     }
 }
@@ -279,7 +363,7 @@ async fn remote(
             Ok(cli::emit(&if json { json_text(&value)? } else { text }))
         };
     match command {
-        Command::Status => {
+        Command::Status { .. } => {
             let s = c
                 .get_status(pb::GetStatusRequest {})
                 .await
@@ -315,6 +399,7 @@ async fn remote(
             vcpus,
             policy,
             metric,
+            ..
         } => {
             let metric = metric.map(|m| placectl::metric::parse(&m)).transpose()?;
             let r = c
@@ -334,7 +419,7 @@ async fn remote(
                 cli::daemon::render_containers(std::slice::from_ref(&r)),
             )
         }
-        Command::Predict { container } => {
+        Command::Predict { container, .. } => {
             let p = c
                 .predict(pb::PredictRequest {
                     container: container.clone(),
@@ -353,7 +438,9 @@ async fn remote(
                 cli::daemon::render_prediction(&p, now.as_deref()),
             )
         }
-        Command::Recommend { container, policy } => {
+        Command::Recommend {
+            container, policy, ..
+        } => {
             let r = c
                 .recommend(pb::RecommendRequest {
                     container,
@@ -377,6 +464,7 @@ async fn remote(
             placement,
             policy,
             migrate,
+            ..
         } => {
             let migration = match migrate {
                 None => pb::MigrationMode::Unspecified,
@@ -405,7 +493,9 @@ async fn remote(
                 cli::daemon::render_place(&r, new_policy.as_deref()),
             )
         }
-        Command::Watch { container, after } => {
+        Command::Watch {
+            container, after, ..
+        } => {
             let mut stream = c
                 .watch(pb::WatchRequest {
                     container: container.unwrap_or_default(),
@@ -429,12 +519,17 @@ async fn remote(
                 } else {
                     cli::daemon::render_event(&e)
                 };
-                if cli::emit(&line) != Exit::Success {
-                    return Ok(Exit::Failed);
+                match cli::write_out(&line) {
+                    cli::Output::Open => {}
+                    // The reader went away (`| head -1`): done, successfully.
+                    cli::Output::Closed => return Ok(Exit::Success),
+                    cli::Output::Failed => return Ok(Exit::Failed),
                 }
             }
         }
-        Command::Report { container, values } => {
+        Command::Report {
+            container, values, ..
+        } => {
             let samples: Vec<pb::ReportMetricRequest> = if values.is_empty() {
                 let mut v = Vec::new();
                 for line in std::io::stdin().lines() {
@@ -485,7 +580,9 @@ async fn remote(
         Command::Topology { .. }
         | Command::Placements { .. }
         | Command::Move(_)
-        | Command::Inspect { .. } => Err("not a daemon command".into()),
+        | Command::Inspect { .. }
+        | Command::Completion { .. }
+        | Command::Man => Err("not a daemon command".into()),
     }
 }
 

@@ -41,6 +41,9 @@ pub struct Setup {
     pub watch_history: Option<usize>,
     /// `observe.allow_command_metrics` (they run as `nobody`).
     pub command_metrics: bool,
+    /// Run as systemd runs a service: stderr is "the journal" (`JOURNAL_STREAM` names the
+    /// log file's device and inode).
+    pub journal: bool,
 }
 
 impl Setup {
@@ -67,6 +70,7 @@ impl Default for Setup {
             watch_interval: None,
             watch_history: None,
             command_metrics: false,
+            journal: false,
         }
     }
 }
@@ -77,6 +81,7 @@ pub struct TestDaemon {
     pub metrics_port: u16,
     log: PathBuf,
     config: PathBuf,
+    journal: bool,
 }
 
 impl TestDaemon {
@@ -160,6 +165,7 @@ allow_command_metrics = {command_metrics}
             metrics_port,
             log: dir.join("placed.log"),
             config: config_path,
+            journal: setup.journal,
         };
         d.spawn();
         d
@@ -172,10 +178,18 @@ allow_command_metrics = {command_metrics}
             .append(true)
             .open(&self.log)
             .expect("open the log");
-        let child = Command::new(env!("CARGO_BIN_EXE_placed"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_placed"));
+        command
             .arg("--config")
             .arg(&self.config)
             .env("RUST_LOG", "info,placed=debug")
+            .env_remove("JOURNAL_STREAM");
+        if self.journal {
+            use std::os::unix::fs::MetadataExt;
+            let m = log.metadata().expect("stat the log");
+            command.env("JOURNAL_STREAM", format!("{}:{}", m.dev(), m.ino()));
+        }
+        let child = command
             .stdout(Stdio::from(log.try_clone().expect("dup log")))
             .stderr(Stdio::from(log))
             .spawn()
@@ -210,6 +224,42 @@ allow_command_metrics = {command_metrics}
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// The config file the daemon was started with (tests rewrite it before a reload).
+    pub fn config_path(&self) -> &Path {
+        &self.config
+    }
+
+    /// Sends `signal` to the running daemon without waiting for anything.
+    pub fn signal(&self, signal: libc::c_int) {
+        let child = self.child.as_ref().expect("placed is running");
+        let pid = i32::try_from(child.id()).expect("a pid");
+        // SAFETY: kill(2) on our own child's pid, which we have not reaped yet.
+        unsafe { libc::kill(pid, signal) };
+    }
+
+    /// Whether the daemon process is still running.
+    pub fn running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
+    }
+
+    /// Polls the log from byte `from` until a line satisfies `check`; returns that line. The
+    /// limit only bounds a hang.
+    pub fn wait_log_line<F: Fn(&str) -> bool>(&self, from: usize, what: &str, check: F) -> String {
+        let start = Instant::now();
+        loop {
+            let log = self.log();
+            if let Some(l) = log.get(from..).unwrap_or("").lines().find(|l| check(l)) {
+                return l.to_owned();
+            }
+            if start.elapsed() > Duration::from_secs(120) {
+                panic!("timed out waiting for {what} in the log:\n{log}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     /// SIGTERM, and the exit status (SIGKILL after 30 s).
     pub fn stop(&mut self) -> Option<ExitStatus> {
         self.stop_with(libc::SIGTERM)
@@ -238,9 +288,10 @@ allow_command_metrics = {command_metrics}
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        let mut all: Vec<String> = vec!["--socket".into(), self.socket.display().to_string()];
-        all.extend(args.into_iter().map(Into::into));
-        placectl_with(all, &[])
+        // The connection flags belong to the daemon commands (after the command's name); the
+        // environment reaches every command whatever its arguments.
+        let socket = self.socket.display().to_string();
+        placectl_with(args, &[("PLACED_SOCKET", &socket)])
     }
 
     pub async fn client(&self) -> PlacedServiceClient<Channel> {

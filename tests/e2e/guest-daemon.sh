@@ -12,7 +12,7 @@ PLACED=$1 PLACECTL=$2 TRAIN=$3 TESTLOAD=$4 UNIT=$5
 NODES=$(ls -d /sys/devices/system/node/node[0-9]* | wc -l)
 CG=/sys/fs/cgroup/placed-guest
 SOCK=/run/placed/placed.sock
-pctl() { "$PLACECTL" --socket "$SOCK" "$@"; }
+pctl() { PLACED_SOCKET="$SOCK" "$PLACECTL" "$@"; }
 
 fail() {
     echo "CHECK $1 FAILED: ${2:-}"

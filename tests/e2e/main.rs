@@ -17,6 +17,7 @@ mod guest;
 #[path = "../support/guest.rs"]
 mod guest_support;
 mod offline;
+mod ops;
 mod python;
 mod reliability;
 mod tls;

@@ -34,7 +34,7 @@ fn placements_table_for_the_thesis_xeon() {
 fn placements_json_schema() {
     let run = placectl([
         "placements",
-        "-v",
+        "--vcpus",
         "16",
         "--topology",
         &topo(OPTERON),
@@ -64,7 +64,7 @@ fn placements_json_schema() {
 fn bounded_search_says_so() {
     let run = placectl([
         "placements",
-        "-v",
+        "--vcpus",
         "16",
         "--topology",
         &topo("hwloc-xml/192em64t-24n8c2t.xml"),
@@ -76,7 +76,7 @@ fn bounded_search_says_so() {
     assert!(j["bound"].as_str().unwrap().contains("beam"), "{run:?}");
     let table = placectl([
         "placements",
-        "-v",
+        "--vcpus",
         "16",
         "--topology",
         &topo("hwloc-xml/192em64t-24n8c2t.xml"),
@@ -112,7 +112,7 @@ fn topology_summary_and_json() {
 fn this_host_works_without_arguments() {
     let run = placectl(["topology"]).ok();
     assert!(run.stdout.contains("this host"), "{run:?}");
-    let run = placectl(["placements", "-v", "1"]).ok();
+    let run = placectl(["placements", "--vcpus", "1"]).ok();
     assert!(run.stdout.contains("1 vCPUs"), "{run:?}");
 }
 
@@ -141,13 +141,13 @@ fn cpu_less_and_restricted_machines_are_reported() {
 
 #[test]
 fn bad_input_gets_one_line_and_its_exit_code() {
-    placectl(["placements", "-v", "0", "--synthetic", XEON_E7])
+    placectl(["placements", "--vcpus", "0", "--synthetic", XEON_E7])
         .fails_with(Exit::BadInput, "at least one vCPU");
-    placectl(["placements", "-v", "97", "--synthetic", XEON_E7]).fails_with(
+    placectl(["placements", "--vcpus", "97", "--synthetic", XEON_E7]).fails_with(
         Exit::BadInput,
         "97 vCPUs do not fit: the machine has 96 usable PUs",
     );
-    placectl(["placements", "-v", "13", "--synthetic", XEON_E7])
+    placectl(["placements", "--vcpus", "13", "--synthetic", XEON_E7])
         .fails_with(Exit::BadInput, "no balanced placement for 13 vCPUs");
     placectl(["topology", "--topology", "/nonexistent/t.xml"]).fails_with(
         Exit::NotFound,
@@ -174,7 +174,8 @@ fn bad_input_gets_one_line_and_its_exit_code() {
         "v3.xml",
         "<?xml version=\"1.0\"?><topology version=\"3.0\"/>",
     );
-    placectl(["placements", "-v", "2", "--topology", &v3]).fails_with(Exit::BadInput, "format 3.0");
+    placectl(["placements", "--vcpus", "2", "--topology", &v3])
+        .fails_with(Exit::BadInput, "format 3.0");
     // This one crashes hwloc 2.9 if it gets that far.
     let crash = write(
         "crash.xml",
@@ -203,7 +204,7 @@ fn usage_errors_exit_2_and_help_exits_0() {
         "a.xml",
         "--synthetic",
         "pack:2",
-        "-v",
+        "--vcpus",
         "1",
     ]);
     assert_eq!(run.code, Some(2), "{run:?}");
@@ -259,7 +260,7 @@ fn mutated_topology_files_never_crash_placectl() {
         std::fs::write(&path, &text).unwrap();
         let run = placectl([
             "placements",
-            "-v",
+            "--vcpus",
             "2",
             "--topology",
             &path.display().to_string(),

@@ -123,9 +123,9 @@ fn tls_with_client_certificates() {
     drop(junk);
     let silent = TcpStream::connect(&tcp).expect("connect");
     let args: Vec<String> = [
+        "status",
         "--socket",
         &d.socket.display().to_string(),
-        "status",
         "--addr",
         &url,
         "--ca",

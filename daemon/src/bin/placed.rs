@@ -1,12 +1,13 @@
 //! `placed`: the NUMA placement daemon.
 //!
-//! Parses flags, reads the config, sets up logging and signals (SIGINT, SIGTERM and SIGHUP
-//! stop it cleanly, through `placed_host::stop`), and hands over to the library's
-//! [`placed::run::run`]. Exit codes follow the table shared by the three
+//! Parses flags, reads the config, sets up logging and signals (SIGINT and SIGTERM stop it
+//! cleanly, through `placed_host::stop`; SIGHUP reloads the configuration file; SIGUSR1 and
+//! SIGUSR2 are logged and ignored), and hands over to the library's [`placed::run::run_with`]. Exit codes follow the table shared by the three
 //! binaries (`placed_core::exit`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Parser;
 
@@ -36,6 +37,9 @@ struct Args {
     /// Print the effective configuration (defaults filled in) and exit.
     #[arg(long)]
     print_config: bool,
+    /// Print the man page, placed(8), as roff (for packaging).
+    #[arg(long, hide = true)]
+    man: bool,
 }
 
 fn main() -> ExitCode {
@@ -53,19 +57,43 @@ fn main() -> ExitCode {
             .into();
         }
     };
-    let mut config = match Config::load(args.config.as_deref()) {
+    if args.man {
+        use clap::CommandFactory;
+        let mut page = Vec::new();
+        return match clap_mangen::Man::new(Args::command())
+            .section("8")
+            .render(&mut page)
+        {
+            Ok(()) => {
+                print!("{}", String::from_utf8_lossy(&page));
+                Exit::Success.into()
+            }
+            Err(e) => {
+                eprintln!("placed: error: cannot write the man page: {e}");
+                Exit::Failed.into()
+            }
+        };
+    }
+    let load = {
+        let (path, socket, state_file) = (args.config.clone(), args.socket, args.state_file);
+        move || -> Result<Config, placed::config::ConfigError> {
+            let mut config = Config::load(path.as_deref())?;
+            if let Some(s) = &socket {
+                config.grpc.socket = s.clone();
+            }
+            if let Some(s) = &state_file {
+                config.daemon.state_file = s.clone();
+            }
+            Ok(config)
+        }
+    };
+    let config = match load() {
         Ok(c) => c,
         Err(e) => {
             eprintln!("placed: error: {}", placed_core::text::error_line(&e));
             return Exit::of(e.fault()).into();
         }
     };
-    if let Some(s) = args.socket {
-        config.grpc.socket = s;
-    }
-    if let Some(s) = args.state_file {
-        config.daemon.state_file = s;
-    }
     if args.print_config {
         return match toml::to_string_pretty(&config) {
             Ok(t) => {
@@ -78,7 +106,7 @@ fn main() -> ExitCode {
             }
         };
     }
-    telemetry::init_logging(config.daemon.log_format);
+    let logs = telemetry::logging::init(config.daemon.log_format, &config.daemon.log_level);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("placed")
@@ -92,13 +120,26 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         let stop = Stop::new();
-        // SIGHUP stops cleanly too until the daemon reloads its configuration on it
-        // (OnHangup::Reload is the hook for that).
-        let _signals = SignalWatch::start(&stop, OnHangup::Stop, |signal| {
+        let requests = Arc::new(tokio::sync::Notify::new());
+        let hangup = {
+            let requests = requests.clone();
+            // A permit is kept when no reload is waiting: a SIGHUP during start-up is
+            // applied once the daemon is ready.
+            OnHangup::Reload(Box::new(move || requests.notify_one()))
+        };
+        let _signals = SignalWatch::start(&stop, hangup, |signal| {
             tracing::info!(signal = signal.name(), "stop requested");
         })
         .map_err(Failure::Signals)?;
-        placed::run::run(config, stop).await.map_err(Failure::Run)
+        ignore_user_signals();
+        let reload = placed::run::Reload {
+            requests,
+            load: Arc::new(load),
+            logs,
+        };
+        placed::run::run_with(config, stop, Some(reload))
+            .await
+            .map_err(Failure::Run)
     });
     match result {
         Ok(()) => Exit::Success.into(),
@@ -107,6 +148,30 @@ fn main() -> ExitCode {
             tracing::error!("{line}");
             eprintln!("placed: error: {line}");
             Exit::of(e.fault()).into()
+        }
+    }
+}
+
+/// SIGUSR1 and SIGUSR2 would end the process silently (their default action): they are
+/// logged and ignored instead.
+fn ignore_user_signals() {
+    use tokio::signal::unix::{SignalKind, signal};
+    for (kind, name) in [
+        (SignalKind::user_defined1(), "SIGUSR1"),
+        (SignalKind::user_defined2(), "SIGUSR2"),
+    ] {
+        match signal(kind) {
+            Ok(mut s) => {
+                tokio::spawn(async move {
+                    while s.recv().await.is_some() {
+                        tracing::warn!(
+                            signal = name,
+                            "signal ignored: placed stops on SIGTERM or SIGINT and reloads on SIGHUP"
+                        );
+                    }
+                });
+            }
+            Err(e) => tracing::warn!(signal = name, error = %e, "cannot take the signal"),
         }
     }
 }

@@ -119,7 +119,7 @@ impl Daemon {
             return Err(DaemonError::NoPmu);
         }
         if matches!(&req.metric, Some(SourceSpec::Command { .. }))
-            && !self.shared.config.observe.allow_command_metrics
+            && !self.shared.config().observe.allow_command_metrics
         {
             return Err(DaemonError::CommandMetricsOff);
         }

@@ -31,7 +31,7 @@ pub(super) fn start(shared: &Arc<Shared>) {
         let mut watcher = Watcher::new(&shared);
         loop {
             resync(&shared).await;
-            let interval = shared.config.containers.resync_interval;
+            let interval = shared.config().containers.resync_interval;
             tokio::select! {
                 _ = shared.cancel.cancelled() => return,
                 _ = tokio::time::sleep(interval) => {}
@@ -45,7 +45,7 @@ pub(super) fn start(shared: &Arc<Shared>) {
 /// said, with the warnings `placectl status` shows: a typo would otherwise manage nothing
 /// in silence.
 fn warn_missing(shared: &Shared) {
-    for c in &shared.config.containers.cgroups {
+    for c in &shared.config().containers.cgroups {
         let missing = placed_host::cgroup::CgroupPath::parse(c)
             .is_ok_and(|cg| !shared.host.cgroups().exists(&cg).unwrap_or(true));
         if missing {
@@ -118,7 +118,8 @@ pub(super) async fn resync(shared: &Arc<Shared>) {
 /// The containers discovery manages on its own: those of the configured runtimes, and the
 /// children of the configured plain cgroups.
 fn wanted(shared: &Shared) -> Result<Vec<Container>, placed_host::enact::Error> {
-    let runtimes = &shared.config.containers.runtimes;
+    let config = shared.config();
+    let runtimes = &config.containers.runtimes;
     let mut out: Vec<Container> = if runtimes.is_empty() {
         Vec::new()
     } else {
@@ -129,7 +130,7 @@ fn wanted(shared: &Shared) -> Result<Vec<Container>, placed_host::enact::Error> 
             .filter(|c| runtimes.iter().any(|r| *r == c.runtime.to_string()))
             .collect()
     };
-    for prefix in &shared.config.containers.cgroups {
+    for prefix in &config.containers.cgroups {
         let Ok(parent) = CgroupPath::parse(prefix) else {
             continue;
         };
@@ -204,7 +205,7 @@ impl Watcher {
             ] {
                 dirs.push(root.join(sub));
             }
-            for c in &shared.config.containers.cgroups {
+            for c in &shared.config().containers.cgroups {
                 if let Ok(p) = CgroupPath::parse(c) {
                     dirs.push(p.under(&root));
                 }

@@ -59,7 +59,7 @@ impl MetricSlot {
                 .perf_dir(&cg)
                 .unwrap_or_else(|| cg.under(shared.host.cgroups().root()));
             let cpus = shared.machine.pus.usable.clone();
-            let timeouts = shared.config.source_timeouts();
+            let timeouts = shared.config().source_timeouts();
             let (built, reporter) = spec
                 .build_with(&rec.name, &dir, &cpus, shared.commands(), &timeouts)
                 .await
@@ -93,8 +93,8 @@ impl MetricSlot {
             .kernel()
             .noise_probe(NoiseTarget::Cgroup(dir), cpus);
         let protocol = shared
-            .config
-            .protocol_for(&shared.protocol, source.is_pulled());
+            .config()
+            .protocol_for(&shared.protocol(), source.is_pulled());
         measure(source, &probe, &protocol).await.map_err(|source| {
             let e = DaemonError::Measure {
                 container: rec.name.clone(),
@@ -161,16 +161,14 @@ impl Handle {
         }
         let (baseline, probe) = (&measured[0].1, &measured[1].1);
         let mut warnings = Vec::new();
-        let c = compare(
-            baseline,
-            probe,
-            shared.protocol.confidence,
-            shared.protocol.margin,
-        )
-        .map_err(|source| DaemonError::Compare {
-            container: rec.name.clone(),
-            source: Box::new(source),
-        })?;
+        let protocol = shared.protocol();
+        let c =
+            compare(baseline, probe, protocol.confidence, protocol.margin).map_err(|source| {
+                DaemonError::Compare {
+                    container: rec.name.clone(),
+                    source: Box::new(source),
+                }
+            })?;
         if c.verdict == Verdict::Inconclusive {
             warnings.push(format!(
                 "baseline and probe could not be told apart (ratio {:.3}, interval {:.3}-{:.3}): the prediction rests on a noisy probe",

@@ -171,9 +171,11 @@ impl Handle {
         let (vcpus, vcpus_source) = initial_vcpus(shared, &container, settings);
         let policy = match settings.and_then(|s| s.policy.clone()) {
             Some(p) => p,
-            // The configuration was validated at load: its default policy parses.
-            None => Policy::parse(&shared.config.policy.default, shared.config.policy.goal)
-                .unwrap_or(Policy::Observe),
+            // The configuration was validated at load (and reload): its default policy parses.
+            None => {
+                let policy = &shared.config().policy;
+                Policy::parse(&policy.default, policy.goal).unwrap_or(Policy::Observe)
+            }
         };
         let metric = match settings.and_then(|s| s.metric.clone()) {
             Some(m) => Some(m),

@@ -227,6 +227,17 @@ impl Daemon {
                 doing: "checking policy.default",
                 source,
             })??;
+        // Weak: the metrics outlive no daemon, and must not keep one alive.
+        let weak = Arc::downgrade(&shared);
+        shared.metrics.per_container.set_source(move || {
+            weak.upgrade().map_or_else(Vec::new, |s| {
+                s.registry()
+                    .entries
+                    .values()
+                    .map(|e| crate::telemetry::containers::View::of(&e.record))
+                    .collect()
+            })
+        });
         adopt::restore(&shared).await?;
         shared.update_gauges();
         discovery::start(&shared);
@@ -246,9 +257,16 @@ impl Daemon {
         self.shared.mode_of(kind)
     }
 
+    /// Takes the live settings of `config` (the `[policy]` and `[observe]` sections and
+    /// the resync interval) from now on: new containers get the new default policy, and
+    /// each task uses the new settings from its next step.
+    pub fn reconfigure(&self, config: Config) -> Result<(), StartError> {
+        self.shared.reconfigure(config)
+    }
+
     /// The model policy's default goal, for requests that leave it unset.
     pub fn config_goal(&self) -> f64 {
-        self.shared.config.policy.goal
+        self.shared.config().policy.goal
     }
 
     /// Live events (`after = None`), or the kept events after sequence `after` and then

@@ -259,6 +259,7 @@ impl Handle {
             self.shared.wake_sharers(&self.id);
         }
         self.count_migration(Outcome::Ok, Some((bytes, elapsed)));
+        self.shared.metrics.per_container.moved(&self.id, bytes);
         self.shared
             .learn_migration_speed(bytes, report.migration.duration.as_secs_f64());
         Ok(())

@@ -3,7 +3,7 @@
 //! metrics; and the inputs of the move-or-stay rule.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Instant;
 
 use tokio::sync::Notify;
@@ -36,13 +36,14 @@ const DEFAULT_MIGRATION_BYTES_PER_S: f64 = 1024.0 * 1024.0 * 1024.0;
 /// Everything the tasks and commands share.
 #[derive(Debug)]
 pub(crate) struct Shared {
-    pub config: Config,
+    /// Replaced whole on reload; readers take the current one ([`Shared::config`]).
+    config: RwLock<Arc<Config>>,
     pub machine: Machine,
     pub host: Host,
     pub models: ModelLibrary,
     /// Whether hardware counters work here (perf is offered only then).
     pub pmu: bool,
-    pub protocol: Protocol,
+    protocol: RwLock<Arc<Protocol>>,
     /// Whom command metrics run as; `None` when the configuration does not allow them.
     pub command_user: Option<RunAs>,
     registry: Mutex<Registry>,
@@ -106,9 +107,9 @@ impl Shared {
             command_user,
             models: ModelLibrary::new(config.daemon.model_dir.clone()),
             store: StateStore::new(config.daemon.state_file.clone()),
-            protocol,
+            protocol: RwLock::new(Arc::new(protocol)),
             events: Events::with_history(config.grpc.watch_history),
-            config,
+            config: RwLock::new(Arc::new(config)),
             machine: env.machine,
             host: env.host,
             pmu: env.pmu,
@@ -129,7 +130,7 @@ impl Shared {
     /// placement that exists for some vCPU count, or every container it applies to fails.
     pub fn check_default_policy(&self) -> Result<(), StartError> {
         let Ok(Policy::Pinned { placement }) =
-            Policy::parse(&self.config.policy.default, self.config.policy.goal)
+            Policy::parse(&self.config().policy.default, self.config().policy.goal)
         else {
             return Ok(());
         };
@@ -152,6 +153,31 @@ impl Shared {
             placed_host::observe::Commands::Refused,
             placed_host::observe::Commands::As,
         )
+    }
+
+    /// The configuration now in force.
+    pub fn config(&self) -> Arc<Config> {
+        self.config
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The measurement protocol now in force.
+    pub fn protocol(&self) -> Arc<Protocol> {
+        self.protocol
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Replaces the configuration and the protocol derived from it. A measurement already
+    /// running keeps the protocol it started with.
+    pub fn reconfigure(&self, config: Config) -> Result<(), StartError> {
+        let protocol = config.protocol().map_err(StartError::Protocol)?;
+        *self.protocol.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(protocol);
+        *self.config.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(config);
+        Ok(())
     }
 
     /// Takes the registry lock. Holders never await or do I/O, so a panic inside cannot
@@ -293,7 +319,7 @@ impl Shared {
                 trespassing,
                 bytes_to_move,
                 migration_bytes_per_s,
-                horizon_s: self.config.policy.horizon.as_secs_f64(),
+                horizon_s: self.config().policy.horizon.as_secs_f64(),
             },
             target,
         )
@@ -354,7 +380,7 @@ impl Shared {
     /// A migration mode with the configured defaults (the throttled mode's cap).
     pub fn mode_of(&self, kind: ModeKind) -> Mode {
         kind.mode(
-            self.config
+            self.config()
                 .policy
                 .throttle_mib_per_s
                 .saturating_mul(1 << 20),
@@ -363,7 +389,7 @@ impl Shared {
 
     /// The configured migration mode.
     pub fn migration_mode(&self) -> Mode {
-        self.mode_of(self.config.policy.migration)
+        self.mode_of(self.config().policy.migration)
     }
 
     pub fn learn_migration_speed(&self, bytes: u64, seconds: f64) {

@@ -80,7 +80,7 @@ async fn run(handle: Handle) {
                 return;
             }
             Err(e) => {
-                let retry = backoff(handle.shared.config.containers.resync_interval, failures);
+                let retry = backoff(handle.shared.config().containers.resync_interval, failures);
                 failures = failures.saturating_add(1);
                 handle.fail(&e);
                 Some(retry)
@@ -152,7 +152,7 @@ async fn step(handle: &Handle, source: &mut MetricSlot) -> Result<Next, DaemonEr
                     .apply_policy(&set, &rec.policy, Some(&prediction), None, Why::Automatic)
                     .await?;
                 drop(guard);
-                Ok(Next::Sleep(shared.config.observe.watch_interval))
+                Ok(Next::Sleep(shared.config().observe.watch_interval))
             }
             _ => {
                 let prediction = usable_prediction(&rec).cloned();
@@ -190,7 +190,7 @@ async fn watch(
     generation: u64,
     source: &mut MetricSlot,
 ) -> Result<Next, DaemonError> {
-    let interval = handle.shared.config.observe.watch_interval;
+    let interval = handle.shared.config().observe.watch_interval;
     let Some(prediction) = usable_prediction(rec) else {
         return Ok(Next::Idle);
     };
@@ -214,7 +214,13 @@ async fn watch(
     let Some(baseline) = prediction.baseline_interval() else {
         return Ok(Next::Sleep(interval));
     };
-    let policy = &handle.shared.config.policy;
+    if baseline.1 > 0.0 {
+        let observed = m.estimate.value / baseline.1;
+        let metrics = &handle.shared.metrics;
+        metrics.per_container.observed(&rec.id, observed);
+    }
+    let config = handle.shared.config();
+    let policy = &config.policy;
     let predicted = drift::predicted_interval(baseline, relative, spread, policy.drift);
     let observed = (m.estimate.lo, m.estimate.hi);
     let rule = drift::Rule {

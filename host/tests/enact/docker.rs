@@ -7,8 +7,8 @@ use placed_core::cpuset::CpuSet;
 use placed_host::containers::Runtime;
 use placed_host::migrate::Mode;
 
-use crate::{scenario, skip};
 use crate::support::{Scenario, allowed};
+use crate::{scenario, skip};
 
 #[path = "../../../tests/support/docker.rs"]
 mod support_docker;

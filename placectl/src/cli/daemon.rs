@@ -181,6 +181,20 @@ fn unix_ms(t: Option<&prost_types::Timestamp>) -> i64 {
     })
 }
 
+/// A protobuf timestamp as RFC 3339 in UTC with milliseconds (`2026-11-24T08:17:23.123Z`);
+/// `-` when absent or before the epoch.
+pub fn rfc3339(t: Option<&prost_types::Timestamp>) -> String {
+    let at = t.and_then(|t| {
+        let secs = u64::try_from(t.seconds).ok()?;
+        let nanos = u32::try_from(t.nanos).ok()?;
+        std::time::UNIX_EPOCH.checked_add(std::time::Duration::new(secs, nanos))
+    });
+    at.map_or_else(
+        || "-".to_owned(),
+        |at| humantime::format_rfc3339_millis(at).to_string(),
+    )
+}
+
 fn millis(d: Option<&prost_types::Duration>) -> i64 {
     d.map_or(0, |d| {
         d.seconds.saturating_mul(1000) + i64::from(d.nanos / 1_000_000)
@@ -415,7 +429,7 @@ fn kind_name(k: i32) -> &'static str {
 pub fn render_event(e: &pb::WatchResponse) -> String {
     format!(
         "{} #{} {} {} [{}] {}{}\n",
-        unix_ms(e.time.as_ref()),
+        rfc3339(e.time.as_ref()),
         e.sequence,
         e.container,
         kind_name(e.kind),
@@ -434,7 +448,7 @@ pub fn event_json(e: &pb::WatchResponse) -> Value {
     json!({
         "schema": "placed.event/v1",
         "sequence": e.sequence,
-        "unix_ms": unix_ms(e.time.as_ref()), "container": e.container, "kind": kind_name(e.kind),
+        "unix_ms": unix_ms(e.time.as_ref()), "time": rfc3339(e.time.as_ref()), "container": e.container, "kind": kind_name(e.kind),
         "state": state_name(e.state),
         "placement": if e.placement_id.is_empty() { Value::Null } else { json!(e.placement_id) },
         "message": e.message,
@@ -471,5 +485,20 @@ mod tests {
         // Its own policy applied: nothing changes, nothing to say.
         assert!(!render_place(&response(), None).contains("policy"));
         assert!(place_json(&response(), None)["policy"].is_null());
+    }
+
+    #[test]
+    fn times_are_rfc3339_utc_with_milliseconds() {
+        let t = prost_types::Timestamp {
+            seconds: 1_795_508_243,
+            nanos: 123_456_789,
+        };
+        assert_eq!(rfc3339(Some(&t)), "2026-11-24T08:17:23.123Z");
+        assert_eq!(rfc3339(None), "-");
+        let before_epoch = prost_types::Timestamp {
+            seconds: -1,
+            nanos: 0,
+        };
+        assert_eq!(rfc3339(Some(&before_epoch)), "-");
     }
 }

@@ -382,9 +382,13 @@ pub fn inspect_json(i: &Inspection) -> serde_json::Value {
     with_schema("placed.inspect/v1", i)
 }
 
-/// `placectl containers --json`: `placed.containers/v1`.
+/// The schema id of `placectl containers --host --json`: the host's containers as the
+/// host shows them, a shape other than the daemon's list (`placed.containers/v1`).
+pub const HOST_CONTAINERS_SCHEMA: &str = "placed.host-containers/v1";
+
+/// `placectl containers --host --json`: [`HOST_CONTAINERS_SCHEMA`].
 pub fn containers_json(list: &[Container]) -> serde_json::Value {
-    serde_json::json!({ "schema": "placed.containers/v1", "containers": list })
+    serde_json::json!({ "schema": HOST_CONTAINERS_SCHEMA, "containers": list })
 }
 
 fn with_schema(schema: &str, v: &impl serde::Serialize) -> serde_json::Value {

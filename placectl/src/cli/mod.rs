@@ -22,13 +22,32 @@ pub use placed_core::text::{error_line, human_bytes};
 
 /// Writes to stdout; a closed pipe (`placectl ... | head`) is success, not an error.
 pub fn emit(text: &str) -> Exit {
+    match write_out(text) {
+        Output::Open | Output::Closed => Exit::Success,
+        Output::Failed => Exit::Failed,
+    }
+}
+
+/// What became of a write to stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// Written; more may follow.
+    Open,
+    /// The reader went away (`| head -1`): a streaming command stops, successfully.
+    Closed,
+    /// Another error, already reported.
+    Failed,
+}
+
+/// Writes `text` to stdout and says whether the reader is still there.
+pub fn write_out(text: &str) -> Output {
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Ok(()) => Exit::Success,
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Exit::Success,
+        Ok(()) => Output::Open,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Output::Closed,
         Err(e) => {
             eprintln!("placectl: error: cannot write output: {e}");
-            Exit::Failed
+            Output::Failed
         }
     }
 }

@@ -1,10 +1,14 @@
-//! Logs and Prometheus metrics.
-//!
-//! Logs go through `tracing`: text without colours or timestamps under journald (which adds
-//! its own), text with timestamps on a terminal, or JSON lines for log shippers. Metrics are
-//! one registry, served as Prometheus text at `/metrics`.
+//! Logs ([`logging`]) and Prometheus metrics: one registry, served at `/metrics`
+//! ([`serve`]): the daemon's own families under `placed_`, the standard `process_`
+//! families ([`process`]), and per-container families read at each scrape
+//! ([`containers`]). Every family is present from start, with zero values for each known
+//! label value, so that `rate()` and absence alerts see data before the first event.
 
-use std::net::SocketAddr;
+pub mod containers;
+pub mod logging;
+pub mod process;
+pub mod serve;
+
 use std::sync::Arc;
 
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
@@ -12,31 +16,13 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
-use tokio_util::sync::CancellationToken;
 
-use crate::config::LogFormat;
+use crate::state::Lifecycle;
 
-/// Sets up the global subscriber. `RUST_LOG` overrides the level (default `info`).
-pub fn init_logging(format: LogFormat) {
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let under_journald = std::env::var_os("JOURNAL_STREAM").is_some();
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let result = match (format, under_journald) {
-        (LogFormat::Json, _) => builder.json().flatten_event(true).try_init(),
-        (LogFormat::Text, true) => builder
-            .with_ansi(false)
-            .without_time()
-            .with_target(false)
-            .try_init(),
-        (LogFormat::Text, false) => builder.with_ansi(false).try_init(),
-    };
-    // A second init (tests) keeps the first subscriber.
-    let _ = result;
-}
+/// Error kinds counted in `placed_errors_total` (each exported from start at 0).
+pub const ERROR_KINDS: [&str; 6] = ["api", "lifecycle", "observe", "enact", "state", "discovery"];
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct StateLabel {
@@ -89,11 +75,33 @@ pub struct Metrics {
     /// container's task failed a step), `observe`, `enact`, `state`, `discovery`.
     pub errors: Family<KindLabel, Counter>,
     pub metric_samples: Counter,
+    /// Per-container families, read from the daemon at each scrape.
+    pub per_container: Arc<containers::PerContainer>,
 }
 
 impl Default for Metrics {
     fn default() -> Self {
-        let mut registry = Registry::with_prefix("placed");
+        let mut root = Registry::default();
+        root.register_collector(Box::new(process::ProcessCollector));
+        let per_container = Arc::new(containers::PerContainer::default());
+        let registry = root.sub_registry_with_prefix("placed");
+        registry.register(
+            "build",
+            "The daemon's version and build",
+            Info::new(vec![
+                ("version", env!("CARGO_PKG_VERSION")),
+                (
+                    "profile",
+                    if cfg!(debug_assertions) {
+                        "debug"
+                    } else {
+                        "release"
+                    },
+                ),
+                ("arch", std::env::consts::ARCH),
+            ]),
+        );
+        registry.register_collector(Box::new(per_container.clone()));
         let containers = Family::<StateLabel, Gauge>::default();
         let predictions = Counter::default();
         let migrations = Family::<OutcomeLabel, Counter>::default();
@@ -129,8 +137,19 @@ impl Default for Metrics {
             "Performance samples received over ReportMetric",
             metric_samples.clone(),
         );
+        for state in Lifecycle::ALL {
+            let _zero = containers.get_or_create(&StateLabel {
+                state: state.name().into(),
+            });
+        }
+        for outcome in [Outcome::Ok, Outcome::Failed, Outcome::RolledBack] {
+            let _zero = migrations.get_or_create(&OutcomeLabel { outcome });
+        }
+        for kind in ERROR_KINDS {
+            let _zero = errors.get_or_create(&KindLabel { kind: kind.into() });
+        }
         Self {
-            registry,
+            registry: root,
             containers,
             predictions,
             migrations,
@@ -138,6 +157,7 @@ impl Default for Metrics {
             migration_seconds,
             errors,
             metric_samples,
+            per_container,
         }
     }
 }
@@ -149,51 +169,15 @@ impl Metrics {
             .inc();
     }
 
-    /// The Prometheus text exposition.
-    pub fn render(&self) -> String {
+    /// The exposition in `format`.
+    pub fn render(&self, format: serve::Format) -> String {
         let mut out = String::new();
         if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
             out.clear();
         }
-        out
-    }
-}
-
-/// Serves `/metrics` until cancelled. Binding errors are returned so that a port clash is
-/// reported at start-up, not swallowed.
-pub async fn bind_metrics(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
-    tokio::net::TcpListener::bind(addr).await
-}
-
-pub async fn serve_metrics(
-    listener: tokio::net::TcpListener,
-    metrics: Arc<Metrics>,
-    cancel: CancellationToken,
-) {
-    let app = axum::Router::new().route(
-        "/metrics",
-        axum::routing::get(move || {
-            let m = metrics.clone();
-            async move {
-                (
-                    [(
-                        axum::http::header::CONTENT_TYPE,
-                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                    )],
-                    m.render(),
-                )
-            }
-        }),
-    );
-    let listener = crate::service::guard::GuardedListener::new(
-        listener,
-        crate::service::guard::MAX_CONNECTIONS,
-        crate::service::guard::IDLE,
-    );
-    if let Err(e) = axum::serve(listener, app)
-        .with_graceful_shutdown(async move { cancel.cancelled().await })
-        .await
-    {
-        tracing::error!(error = %e, "metrics endpoint stopped");
+        match format {
+            serve::Format::OpenMetrics => out,
+            serve::Format::Text => serve::to_text(&out),
+        }
     }
 }

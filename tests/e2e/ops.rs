@@ -1,0 +1,341 @@
+//! Running placed as an operator does: under journald, reloaded with SIGHUP, scraped and
+//! linted by Prometheus' own tools.
+
+use placed_core::cpuset::{CpuSet, NodeSet};
+use placed_host::enact::Host;
+
+use crate::cgroup_support::TestCgroup;
+use crate::daemon_util::{Setup, TestDaemon, TestLoad};
+
+fn host() -> Option<Host> {
+    match crate::cgroup_support::host() {
+        Ok(h) => Some(h),
+        Err(why) => {
+            eprintln!("skipped, because {why}");
+            None
+        }
+    }
+}
+
+fn machine(host: &Host) -> (CpuSet, NodeSet) {
+    (
+        host.online_cpus().expect("online CPUs"),
+        host.memory_nodes().expect("memory nodes"),
+    )
+}
+
+/// With stderr connected as systemd connects a service's (`JOURNAL_STREAM` naming it),
+/// every line starts with its syslog priority; a stray SIGUSR1 is a warning, not a death.
+#[test]
+fn under_journald_lines_carry_their_priority() {
+    let Some(_host) = host() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = TestDaemon::start(
+        dir.path(),
+        &Setup {
+            journal: true,
+            ..Setup::default()
+        },
+    );
+    let serving = d.wait_log_line(0, "the serving line", |l| l.contains("serving on"));
+    assert!(serving.starts_with("<6>serving on "), "{serving}");
+    d.signal(libc::SIGUSR1);
+    let ignored = d.wait_log_line(0, "SIGUSR1 ignored", |l| l.contains("SIGUSR1"));
+    assert!(ignored.starts_with("<4>signal ignored"), "{ignored}");
+    assert!(d.running(), "SIGUSR1 ended the daemon:\n{}", d.log());
+    let log = d.log();
+    assert!(
+        log.lines().all(|l| l.starts_with('<')),
+        "a line without its priority:\n{log}"
+    );
+    let status = d.stop().expect("placed ran");
+    assert!(status.success(), "exit {status}:\n{}", d.log());
+}
+
+/// SIGHUP applies what may change live (a new default policy reaches the next container),
+/// refuses with a warning what needs a restart, and keeps running on the old
+/// configuration when the new file is invalid.
+#[test]
+fn sighup_reloads_the_live_settings_and_survives_a_bad_file() {
+    let Some(host) = host() else { return };
+    let (cpus, mems) = machine(&host);
+    let dir = tempfile::tempdir().unwrap();
+    let mut cg: TestCgroup<TestLoad> = TestCgroup::new(&host, &cpus, &mems);
+    let mut d = TestDaemon::start(dir.path(), &Setup::watching(&cg.path));
+    let original = std::fs::read_to_string(d.config_path()).unwrap();
+    let edited = original
+        .replace("default = \"observe\"", "default = \"conservative\"")
+        .replacen("[grpc]\n", "[grpc]\nwatch_history = 7\n", 1);
+    assert_ne!(edited, original);
+    std::fs::write(d.config_path(), &edited).unwrap();
+
+    let from = d.log().len();
+    d.signal(libc::SIGHUP);
+    let applied = d.wait_log_line(from, "the reload", |l| l.contains("configuration reloaded"));
+    assert!(applied.contains("policy.default"), "{applied}");
+    assert!(!applied.contains("watch_history"), "{applied}");
+    let refused = d.wait_log_line(from, "the refusal", |l| l.contains("need a restart"));
+    assert!(refused.contains("WARN"), "{refused}");
+    assert!(refused.contains("grpc.watch_history"), "{refused}");
+
+    // A container appearing now gets the new default.
+    let c2 = cg.child("c2", &cpus, &mems);
+    let load = TestLoad::start("cpu");
+    let pid = load.pid();
+    cg.adopt(&c2, pid, load);
+    d.wait_for("c2 under the new default", |j| {
+        j["containers"][0]["name"] == "c2" && j["containers"][0]["policy"] == "conservative"
+    });
+
+    // An invalid file: refused, named, the daemon goes on.
+    std::fs::write(
+        d.config_path(),
+        edited.replace("default = \"conservative\"", "default = \"greedy\""),
+    )
+    .unwrap();
+    let from = d.log().len();
+    d.signal(libc::SIGHUP);
+    let bad = d.wait_log_line(from, "the refused reload", |l| {
+        l.contains("configuration not reloaded")
+    });
+    assert!(bad.contains("ERROR") && bad.contains("greedy"), "{bad}");
+    assert!(d.running(), "a bad file ended the daemon:\n{}", d.log());
+    d.placectl(["status"]).ok();
+    let status = d.stop().expect("placed ran");
+    assert!(status.success(), "exit {status}:\n{}", d.log());
+}
+
+/// `GET /metrics` with `accept` (if any): the response's content type and body.
+fn scrape(port: u16, accept: Option<&str>) -> (String, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect to /metrics");
+    let accept = accept
+        .map(|a| format!("Accept: {a}\r\n"))
+        .unwrap_or_default();
+    write!(
+        s,
+        "GET /metrics HTTP/1.0\r\nHost: localhost\r\n{accept}\r\n"
+    )
+    .expect("send the request");
+    let mut response = String::new();
+    s.read_to_string(&mut response).expect("read the response");
+    let (head, body) = response.split_once("\r\n\r\n").expect("an HTTP response");
+    let content_type = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("content-type:")
+                .map(|v| v.trim().to_owned())
+        })
+        .unwrap_or_default();
+    (content_type, body.to_owned())
+}
+
+/// promtool from PATH or from scripts/setup-debian's `.tools/bin`.
+fn promtool() -> Option<std::path::PathBuf> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let local = root.join(".tools/bin/promtool");
+    if local.exists() {
+        return Some(local);
+    }
+    let on_path = std::process::Command::new("promtool")
+        .arg("--version")
+        .output();
+    if on_path.is_ok_and(|o| o.status.success()) {
+        return Some("promtool".into());
+    }
+    assert!(
+        root.join(".tools/promtool-failed").exists(),
+        "promtool is missing: run scripts/setup-debian (it unpacks Debian's prometheus package into .tools/)"
+    );
+    None
+}
+
+/// The live endpoint passes `promtool check metrics`, with a managed container's series in
+/// it; OpenMetrics only when asked for; the container's series go when it goes.
+#[test]
+fn metrics_pass_promtool_and_follow_the_containers() {
+    let Some(host) = host() else { return };
+    let Some(promtool) = promtool() else {
+        eprintln!(
+            "SKIPPED LOUDLY: promtool is absent and scripts/setup-debian could not install it"
+        );
+        return;
+    };
+    let (cpus, mems) = machine(&host);
+    let dir = tempfile::tempdir().unwrap();
+    let mut cg: TestCgroup<TestLoad> = TestCgroup::new(&host, &cpus, &mems);
+    let c1 = cg.child("c1", &cpus, &mems);
+    let load = TestLoad::start("cpu");
+    let pid = load.pid();
+    cg.adopt(&c1, pid, load);
+    let d = TestDaemon::start(dir.path(), &Setup::watching(&cg.path));
+    d.wait_for("c1", |j| j["containers"][0]["name"] == "c1");
+
+    let (content_type, text) = scrape(d.metrics_port, None);
+    assert_eq!(content_type, "text/plain; version=0.0.4; charset=utf-8");
+    let series = r#"placed_container_units{container="c1",runtime="cgroup",policy="observe"}"#;
+    assert!(text.contains(series), "{text}");
+    for family in [
+        "placed_build_info{",
+        "process_open_fds ",
+        "placed_errors_total{kind=\"enact\"} 0",
+    ] {
+        assert!(text.contains(family), "{family} missing:\n{text}");
+    }
+    let mut check = std::process::Command::new(&promtool)
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run promtool");
+    {
+        use std::io::Write;
+        check
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+    }
+    let out = check.wait_with_output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && said.trim().is_empty(),
+        "promtool: {said}\n{text}"
+    );
+
+    let prometheus_accept = "application/openmetrics-text;version=1.0.0;q=0.5,application/openmetrics-text;version=0.0.1;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2";
+    let (content_type, om) = scrape(d.metrics_port, Some(prometheus_accept));
+    assert!(
+        content_type.starts_with("application/openmetrics-text; version=1.0.0"),
+        "{content_type}"
+    );
+    assert!(om.ends_with("# EOF\n"), "{om}");
+
+    drop(cg);
+    d.wait_for("c1 gone", |j| {
+        j["containers"].as_array().is_none_or(|a| a.is_empty())
+    });
+    let (_, after) = scrape(d.metrics_port, None);
+    assert!(!after.contains("container=\"c1\""), "{after}");
+    assert!(
+        after.contains("# TYPE placed_container_units gauge"),
+        "{after}"
+    );
+}
+
+/// `placectl watch | head -1`: one line, RFC 3339 time, and placectl ends (exit 0) once
+/// the reader has gone, instead of streaming into a closed pipe forever.
+#[test]
+fn watch_ends_when_its_reader_goes_and_prints_rfc3339_times() {
+    use std::io::BufRead;
+    let Some(host) = host() else { return };
+    let (cpus, mems) = machine(&host);
+    let dir = tempfile::tempdir().unwrap();
+    let mut cg: TestCgroup<TestLoad> = TestCgroup::new(&host, &cpus, &mems);
+    let d = TestDaemon::start(dir.path(), &Setup::watching(&cg.path));
+    let mut watch = std::process::Command::new(crate::bins::bin("placectl"))
+        .args(["watch", "--socket", &d.socket.display().to_string()])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("placectl watch");
+    let stdout = watch.stdout.take().unwrap();
+    let c1 = cg.child("c1", &cpus, &mems);
+    let load = TestLoad::start("cpu");
+    let pid = load.pid();
+    cg.adopt(&c1, pid, load);
+    let mut line = String::new();
+    std::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .unwrap();
+    // The reader (head -1) is gone once the BufReader is dropped above.
+    let time = line.split_whitespace().next().unwrap_or_default();
+    assert!(
+        time.len() == 24 && time.as_bytes()[10] == b'T' && time.ends_with('Z'),
+        "not an RFC 3339 time: {line}"
+    );
+    // More events, so that watch writes into the closed pipe.
+    let c2 = cg.child("c2", &cpus, &mems);
+    let load = TestLoad::start("cpu");
+    let pid = load.pid();
+    cg.adopt(&c2, pid, load);
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = watch.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(120) {
+            let _ = watch.kill();
+            panic!("placectl watch went on after its reader left");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert_eq!(status.code(), Some(0), "{status}");
+}
+
+#[test]
+fn completions_are_printed_for_each_shell() {
+    for (shell, marker) in [
+        ("bash", "complete -F"),
+        ("zsh", "#compdef placectl"),
+        ("fish", "complete -c placectl"),
+    ] {
+        let run = crate::util::placectl(["completion", shell]).ok();
+        assert!(run.stdout.contains(marker), "{shell}: {run:?}");
+        assert!(run.stdout.contains("placements"), "{shell}: {run:?}");
+    }
+    usage_error(&["completion", "tcsh"], "tcsh");
+}
+
+/// A usage error: clap's message naming `needle`, exit 2 (bad input).
+fn usage_error(args: &[&str], needle: &str) {
+    let run = crate::util::placectl(args.iter().copied());
+    assert_eq!(
+        run.code,
+        Some(i32::from(placed_core::exit::Exit::BadInput.code())),
+        "{run:?}"
+    );
+    assert!(run.stderr.contains(needle), "{run:?}");
+}
+
+/// Connection flags belong to the daemon's commands; `-v` no longer means `--vcpus`.
+#[test]
+fn offline_commands_take_no_connection_flags() {
+    usage_error(&["topology", "--socket", "/x.sock"], "--socket");
+    usage_error(&["placements", "-v", "1"], "-v");
+    let help = crate::util::placectl(["topology", "--help"]).ok();
+    assert!(!help.stdout.contains("--socket"), "{help:?}");
+    let help = crate::util::placectl(["status", "--help"]).ok();
+    assert!(
+        help.stdout.contains("--socket") && help.stdout.contains("--timeout"),
+        "{help:?}"
+    );
+}
+
+/// A daemon that accepts and never answers: placectl gives up after --timeout with the
+/// "try again" code, instead of hanging.
+#[test]
+fn requests_give_up_after_the_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("silent.sock");
+    // Bound and listening, never accepted: the kernel completes connections into the
+    // backlog, and nobody ever speaks.
+    let _silent = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    crate::util::placectl([
+        "status",
+        "--socket",
+        &socket.display().to_string(),
+        "--timeout",
+        "1s",
+    ])
+    .fails_with(
+        placed_core::exit::Exit::Unavailable,
+        "no answer from placed within 1s",
+    );
+}
