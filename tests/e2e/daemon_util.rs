@@ -41,6 +41,8 @@ pub struct Setup {
     pub watch_history: Option<usize>,
     /// `observe.allow_command_metrics` (they run as `nobody`).
     pub command_metrics: bool,
+    /// More lines of the `[policy]` section (the drift rule, say).
+    pub policy_lines: String,
     /// Run as systemd runs a service: stderr is "the journal" (`JOURNAL_STREAM` names the
     /// log file's device and inode).
     pub journal: bool,
@@ -70,6 +72,7 @@ impl Default for Setup {
             watch_interval: None,
             watch_history: None,
             command_metrics: false,
+            policy_lines: String::new(),
             journal: false,
         }
     }
@@ -113,6 +116,7 @@ cgroups = [{cgroups}]
 resync_interval = "1s"
 [policy]
 default = "{policy}"
+{policy_lines}
 # This 2-core test machine is shared with the test harness itself: short windows, and no
 # dropping of windows for foreign load (the default would refuse every measurement here).
 [observe]
@@ -128,6 +132,7 @@ allow_command_metrics = {command_metrics}
             runtimes = quote(&setup.runtimes),
             cgroups = quote(&setup.cgroups),
             policy = setup.policy_default,
+            policy_lines = setup.policy_lines,
             tcp = setup
                 .grpc_tcp
                 .as_ref()

@@ -71,7 +71,7 @@ ok model "$(grep -m1 -i probe /tmp/fit.log)"
 cat >/etc/placed/placed.toml <<EOF
 [containers]
 runtimes = []
-cgroups = ["placed-guest"]
+cgroups = ["/placed-guest"]
 resync_interval = "1s"
 [policy]
 default = "observe"

@@ -105,6 +105,9 @@ fn python_grpcio_drives_the_daemon_on_its_unix_socket_unmodified() {
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
     let setup = Setup {
         command_metrics: true,
+        // One measurement off the prediction re-evaluates at once, so that the command's
+        // value shows in the event that says so.
+        policy_lines: "drift_windows = 1\ncooldown = \"0s\"".into(),
         watch_history: Some(16),
         watch_interval: Some("1h".into()),
         ..Setup::watching(&cg.path)
