@@ -646,18 +646,9 @@ fn sample(container: &str, value: f64) -> pb::ReportMetricRequest {
 fn main() -> std::process::ExitCode {
     // SAFETY: first statement of main, before any thread exists.
     unsafe { placed_core::machine::quiet_hwloc() };
-    let cli = match Cli::try_parse() {
+    let cli = match placed_core::exit::parse_args::<Cli>() {
         Ok(cli) => cli,
-        Err(e) => {
-            // --help and --version are successes; usage errors exit 2 like every other error.
-            let _ = e.print();
-            return if e.use_stderr() {
-                Exit::BadInput
-            } else {
-                Exit::Success
-            }
-            .into();
-        }
+        Err(code) => return code.into(),
     };
     match run(cli) {
         Ok(code) => code.into(),
