@@ -13,6 +13,8 @@
 //! | 6 | `Failed` | anything else: a failure the message explains |
 //! | 130 | `Interrupted` | stopped by SIGINT, SIGTERM or SIGHUP, in good order |
 
+use std::error::Error;
+
 use crate::fault::Fault;
 
 /// A process exit code from the shared table.
@@ -88,6 +90,37 @@ impl From<Exit> for std::process::ExitCode {
     fn from(e: Exit) -> Self {
         std::process::ExitCode::from(e.code())
     }
+}
+
+/// The exit code of an error: that of the first error in its chain `known` recognises
+/// (the binaries know their own error types), else [`Exit::Failed`].
+pub fn from_chain(
+    err: &(dyn Error + 'static),
+    known: impl Fn(&(dyn Error + 'static)) -> Option<Exit>,
+) -> Exit {
+    let mut next = Some(err);
+    while let Some(e) = next {
+        if let Some(code) = known(e) {
+            return code;
+        }
+        next = e.source();
+    }
+    Exit::Failed
+}
+
+/// Parses the command line the way all three binaries do: `--help` and `--version` print
+/// and end in success, a usage error prints and ends in [`Exit::BadInput`] like every
+/// other bad input (clap's own code would be 2 for both kinds of failure).
+#[cfg(feature = "cli")]
+pub fn parse_args<P: clap::Parser>() -> Result<P, Exit> {
+    P::try_parse().map_err(|e| {
+        let _ = e.print();
+        if e.use_stderr() {
+            Exit::BadInput
+        } else {
+            Exit::Success
+        }
+    })
 }
 
 #[cfg(test)]

@@ -351,17 +351,30 @@ fn run(cli: Cli) -> Result<Exit, Box<dyn std::error::Error>> {
     }
 }
 
-/// The commands that talk to the daemon.
-async fn remote(
-    command: Command,
+type Failure = Box<dyn std::error::Error>;
+type Client =
+    placed_proto::v1::placed_service_client::PlacedServiceClient<tonic::transport::Channel>;
+
+/// How a daemon command's answer is printed: JSON for programs, a table for people.
+#[derive(Debug, Clone, Copy)]
+struct Output {
     json: bool,
-    daemon: &DaemonArgs,
-) -> Result<Exit, Box<dyn std::error::Error>> {
+}
+
+impl Output {
+    fn print(self, value: serde_json::Value, text: String) -> Result<Exit, Failure> {
+        Ok(cli::emit(&if self.json {
+            json_text(&value)?
+        } else {
+            text
+        }))
+    }
+}
+
+/// The commands that talk to the daemon.
+async fn remote(command: Command, json: bool, daemon: &DaemonArgs) -> Result<Exit, Failure> {
     let mut c = client::connect(&daemon.target()).await?;
-    let out =
-        |value: serde_json::Value, text: String| -> Result<Exit, Box<dyn std::error::Error>> {
-            Ok(cli::emit(&if json { json_text(&value)? } else { text }))
-        };
+    let out = Output { json };
     match command {
         Command::Status { .. } => {
             let s = c
@@ -369,27 +382,11 @@ async fn remote(
                 .await
                 .map_err(StatusError)?
                 .into_inner();
-            out(cli::daemon::status_json(&s), cli::daemon::render_status(&s))
+            out.print(cli::daemon::status_json(&s), cli::daemon::render_status(&s))
         }
         Command::Containers { .. } => {
-            let mut containers = Vec::new();
-            let mut page_token = String::new();
-            loop {
-                let r = c
-                    .list_containers(pb::ListContainersRequest {
-                        page_size: 0,
-                        page_token,
-                    })
-                    .await
-                    .map_err(StatusError)?
-                    .into_inner();
-                containers.extend(r.containers);
-                if r.next_page_token.is_empty() {
-                    break;
-                }
-                page_token = r.next_page_token;
-            }
-            out(
+            let containers = all_containers(&mut c).await?;
+            out.print(
                 cli::daemon::containers_json(&containers),
                 cli::daemon::render_containers(&containers),
             )
@@ -401,182 +398,41 @@ async fn remote(
             metric,
             ..
         } => {
-            let metric = metric.map(|m| placectl::metric::parse(&m)).transpose()?;
+            let request = pb::ManageRequest {
+                container,
+                vcpus: vcpus.unwrap_or(0),
+                policy: policy.to_pb()?,
+                metric: metric.map(|m| placectl::metric::parse(&m)).transpose()?,
+            };
             let r = c
-                .manage(pb::ManageRequest {
-                    container,
-                    vcpus: vcpus.unwrap_or(0),
-                    policy: policy.to_pb()?,
-                    metric,
-                })
+                .manage(request)
                 .await
                 .map_err(StatusError)?
                 .into_inner()
                 .container
                 .ok_or("the daemon answered Manage without the container")?;
-            out(
+            out.print(
                 cli::daemon::container_json(&r),
                 cli::daemon::render_containers(std::slice::from_ref(&r)),
             )
         }
-        Command::Predict { container, .. } => {
-            let p = c
-                .predict(pb::PredictRequest {
-                    container: container.clone(),
-                })
-                .await
-                .map_err(StatusError)?
-                .into_inner();
-            let now = c
-                .get_container(pb::GetContainerRequest { container })
-                .await
-                .ok()
-                .and_then(|r| r.into_inner().container)
-                .map(|c| c.placement_id);
-            out(
-                cli::daemon::prediction_json(&p),
-                cli::daemon::render_prediction(&p, now.as_deref()),
-            )
-        }
+        Command::Predict { container, .. } => predict(&mut c, out, container).await,
         Command::Recommend {
             container, policy, ..
-        } => {
-            let r = c
-                .recommend(pb::RecommendRequest {
-                    container,
-                    policy: policy.to_pb()?,
-                })
-                .await
-                .map_err(StatusError)?
-                .into_inner();
-            let code = out(
-                cli::daemon::recommendation_json(&r),
-                cli::daemon::render_recommendation(&r),
-            )?;
-            Ok(if code == Exit::Success && !r.would_move {
-                Exit::No
-            } else {
-                code
-            })
-        }
+        } => recommend(&mut c, out, container, &policy).await,
         Command::Place {
             container,
             placement,
             policy,
             migrate,
             ..
-        } => {
-            let migration = match migrate {
-                None => pb::MigrationMode::Unspecified,
-                Some(ModeKind::Kernel) => pb::MigrationMode::Kernel,
-                Some(ModeKind::Fast) => pb::MigrationMode::Fast,
-                Some(ModeKind::Throttled) => pb::MigrationMode::Throttled,
-            };
-            // A placement or a policy given to `place` becomes the container's policy (a
-            // placement pins it there): said in the output, never done silently.
-            let new_policy = placement
-                .as_ref()
-                .map(|id| format!("pinned:{id}"))
-                .or_else(|| policy.policy.clone());
-            let r = c
-                .place(pb::PlaceRequest {
-                    container,
-                    placement_id: placement.unwrap_or_default(),
-                    policy: policy.to_pb()?,
-                    migration: migration as i32,
-                })
-                .await
-                .map_err(StatusError)?
-                .into_inner();
-            out(
-                cli::daemon::place_json(&r, new_policy.as_deref()),
-                cli::daemon::render_place(&r, new_policy.as_deref()),
-            )
-        }
+        } => place(&mut c, out, container, placement, &policy, migrate).await,
         Command::Watch {
             container, after, ..
-        } => {
-            let mut stream = c
-                .watch(pb::WatchRequest {
-                    container: container.unwrap_or_default(),
-                    resume_after_sequence: after.unwrap_or(0),
-                })
-                .await
-                .map_err(StatusError)?
-                .into_inner();
-            loop {
-                let next = tokio::select! {
-                    m = stream.message() => m.map_err(StatusError)?,
-                    _ = tokio::signal::ctrl_c() => return Ok(Exit::Success),
-                };
-                let Some(e) = next else {
-                    return Ok(Exit::Success);
-                };
-                let line = if json {
-                    let mut s = serde_json::to_string(&cli::daemon::event_json(&e))?;
-                    s.push('\n');
-                    s
-                } else {
-                    cli::daemon::render_event(&e)
-                };
-                match cli::write_out(&line) {
-                    cli::Output::Open => {}
-                    // The reader went away (`| head -1`): done, successfully.
-                    cli::Output::Closed => return Ok(Exit::Success),
-                    cli::Output::Failed => return Ok(Exit::Failed),
-                }
-            }
-        }
+        } => watch(&mut c, out, container, after).await,
         Command::Report {
             container, values, ..
-        } => {
-            let samples: Vec<pb::ReportMetricRequest> = if values.is_empty() {
-                let mut v = Vec::new();
-                for line in std::io::stdin().lines() {
-                    let line = line?;
-                    let t = line.trim();
-                    if t.is_empty() {
-                        continue;
-                    }
-                    let value: f64 = t
-                        .parse()
-                        .map_err(|_| format!("stdin: {t:?} is not a number"))?;
-                    v.push(sample(&container, value));
-                }
-                v
-            } else {
-                values.iter().map(|&x| sample(&container, x)).collect()
-            };
-            let r = c
-                .report_metric(tokio_stream::iter(samples))
-                .await
-                .map_err(StatusError)?
-                .into_inner();
-            let text = format!(
-                "{} accepted, {} rejected{}\n",
-                r.accepted,
-                r.rejected,
-                if r.last_error.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (last: {})", r.last_error)
-                }
-            );
-            let code = out(
-                serde_json::json!({"schema": "placed.report/v1", "accepted": r.accepted, "rejected": r.rejected, "last_error": r.last_error}),
-                text,
-            )?;
-            if r.rejected > 0 {
-                return Err(format!(
-                    "{} of {} samples rejected: {}",
-                    r.rejected,
-                    r.accepted + r.rejected,
-                    r.last_error
-                )
-                .into());
-            }
-            Ok(code)
-        }
+        } => report(&mut c, out, &container, &values).await,
         Command::Topology { .. }
         | Command::Placements { .. }
         | Command::Move(_)
@@ -584,6 +440,199 @@ async fn remote(
         | Command::Completion { .. }
         | Command::Man => Err("not a daemon command".into()),
     }
+}
+
+/// Every managed container, page after page.
+async fn all_containers(c: &mut Client) -> Result<Vec<pb::Container>, Failure> {
+    let mut containers = Vec::new();
+    let mut page_token = String::new();
+    loop {
+        let r = c
+            .list_containers(pb::ListContainersRequest {
+                page_size: 0,
+                page_token,
+            })
+            .await
+            .map_err(StatusError)?
+            .into_inner();
+        containers.extend(r.containers);
+        if r.next_page_token.is_empty() {
+            return Ok(containers);
+        }
+        page_token = r.next_page_token;
+    }
+}
+
+async fn predict(c: &mut Client, out: Output, container: String) -> Result<Exit, Failure> {
+    let p = c
+        .predict(pb::PredictRequest {
+            container: container.clone(),
+        })
+        .await
+        .map_err(StatusError)?
+        .into_inner();
+    // Only to mark where the container is now: the prediction stands without it.
+    let now = c
+        .get_container(pb::GetContainerRequest { container })
+        .await
+        .ok()
+        .and_then(|r| r.into_inner().container)
+        .map(|c| c.placement_id);
+    out.print(
+        cli::daemon::prediction_json(&p),
+        cli::daemon::render_prediction(&p, now.as_deref()),
+    )
+}
+
+/// Exit 1 (a clean "no") when the policy would leave the container where it is.
+async fn recommend(
+    c: &mut Client,
+    out: Output,
+    container: String,
+    policy: &PolicyArgs,
+) -> Result<Exit, Failure> {
+    let r = c
+        .recommend(pb::RecommendRequest {
+            container,
+            policy: policy.to_pb()?,
+        })
+        .await
+        .map_err(StatusError)?
+        .into_inner();
+    let code = out.print(
+        cli::daemon::recommendation_json(&r),
+        cli::daemon::render_recommendation(&r),
+    )?;
+    Ok(if code == Exit::Success && !r.would_move {
+        Exit::No
+    } else {
+        code
+    })
+}
+
+async fn place(
+    c: &mut Client,
+    out: Output,
+    container: String,
+    placement: Option<String>,
+    policy: &PolicyArgs,
+    migrate: Option<ModeKind>,
+) -> Result<Exit, Failure> {
+    let migration = match migrate {
+        None => pb::MigrationMode::Unspecified,
+        Some(ModeKind::Kernel) => pb::MigrationMode::Kernel,
+        Some(ModeKind::Fast) => pb::MigrationMode::Fast,
+        Some(ModeKind::Throttled) => pb::MigrationMode::Throttled,
+    };
+    // A placement or a policy given to `place` becomes the container's policy (a
+    // placement pins it there): said in the output, never done silently.
+    let new_policy = placement
+        .as_ref()
+        .map(|id| format!("pinned:{id}"))
+        .or_else(|| policy.policy.clone());
+    let r = c
+        .place(pb::PlaceRequest {
+            container,
+            placement_id: placement.unwrap_or_default(),
+            policy: policy.to_pb()?,
+            migration: migration as i32,
+        })
+        .await
+        .map_err(StatusError)?
+        .into_inner();
+    out.print(
+        cli::daemon::place_json(&r, new_policy.as_deref()),
+        cli::daemon::render_place(&r, new_policy.as_deref()),
+    )
+}
+
+/// Streams events until the daemon ends the stream, Ctrl-C, or the reader goes away.
+async fn watch(
+    c: &mut Client,
+    out: Output,
+    container: Option<String>,
+    after: Option<u64>,
+) -> Result<Exit, Failure> {
+    let mut stream = c
+        .watch(pb::WatchRequest {
+            container: container.unwrap_or_default(),
+            resume_after_sequence: after.unwrap_or(0),
+        })
+        .await
+        .map_err(StatusError)?
+        .into_inner();
+    loop {
+        let next = tokio::select! {
+            m = stream.message() => m.map_err(StatusError)?,
+            _ = tokio::signal::ctrl_c() => return Ok(Exit::Success),
+        };
+        let Some(e) = next else {
+            return Ok(Exit::Success);
+        };
+        let line = if out.json {
+            let mut s = serde_json::to_string(&cli::daemon::event_json(&e))?;
+            s.push('\n');
+            s
+        } else {
+            cli::daemon::render_event(&e)
+        };
+        match cli::write_out(&line) {
+            cli::Output::Open => {}
+            // The reader went away (`| head -1`): done, successfully.
+            cli::Output::Closed => return Ok(Exit::Success),
+            cli::Output::Failed => return Ok(Exit::Failed),
+        }
+    }
+}
+
+/// Sends the given values, or one per line of stdin; rejected samples are a failure.
+async fn report(
+    c: &mut Client,
+    out: Output,
+    container: &str,
+    values: &[f64],
+) -> Result<Exit, Failure> {
+    let samples: Vec<pb::ReportMetricRequest> = if values.is_empty() {
+        let mut v = Vec::new();
+        for line in std::io::stdin().lines() {
+            let line = line?;
+            let t = line.trim();
+            if t.is_empty() {
+                continue;
+            }
+            let value: f64 = t
+                .parse()
+                .map_err(|_| format!("stdin: {t:?} is not a number"))?;
+            v.push(sample(container, value));
+        }
+        v
+    } else {
+        values.iter().map(|&x| sample(container, x)).collect()
+    };
+    let r = c
+        .report_metric(tokio_stream::iter(samples))
+        .await
+        .map_err(StatusError)?
+        .into_inner();
+    let last = if r.last_error.is_empty() {
+        String::new()
+    } else {
+        format!(" (last: {})", r.last_error)
+    };
+    let code = out.print(
+        serde_json::json!({"schema": "placed.report/v1", "accepted": r.accepted, "rejected": r.rejected, "last_error": r.last_error}),
+        format!("{} accepted, {} rejected{last}\n", r.accepted, r.rejected),
+    )?;
+    if r.rejected > 0 {
+        return Err(format!(
+            "{} of {} samples rejected: {}",
+            r.rejected,
+            r.accepted + r.rejected,
+            r.last_error
+        )
+        .into());
+    }
+    Ok(code)
 }
 
 fn sample(container: &str, value: f64) -> pb::ReportMetricRequest {
@@ -597,18 +646,9 @@ fn sample(container: &str, value: f64) -> pb::ReportMetricRequest {
 fn main() -> std::process::ExitCode {
     // SAFETY: first statement of main, before any thread exists.
     unsafe { placed_core::machine::quiet_hwloc() };
-    let cli = match Cli::try_parse() {
+    let cli = match placed_core::exit::parse_args::<Cli>() {
         Ok(cli) => cli,
-        Err(e) => {
-            // --help and --version are successes; usage errors exit 2 like every other error.
-            let _ = e.print();
-            return if e.use_stderr() {
-                Exit::BadInput
-            } else {
-                Exit::Success
-            }
-            .into();
-        }
+        Err(code) => return code.into(),
     };
     match run(cli) {
         Ok(code) => code.into(),

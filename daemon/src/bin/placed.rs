@@ -45,17 +45,9 @@ struct Args {
 fn main() -> ExitCode {
     // SAFETY: first statement of main, before any thread exists.
     unsafe { placed_core::machine::quiet_hwloc() };
-    let args = match Args::try_parse() {
+    let args = match placed_core::exit::parse_args::<Args>() {
         Ok(a) => a,
-        Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() {
-                Exit::BadInput
-            } else {
-                Exit::Success
-            }
-            .into();
-        }
+        Err(code) => return code.into(),
     };
     if args.man {
         use clap::CommandFactory;

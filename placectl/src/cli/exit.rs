@@ -54,14 +54,7 @@ pub fn exit_of_code(code: tonic::Code) -> Exit {
 
 /// The exit code of an error, from the first error in its chain whose type says.
 pub fn exit_of(err: &(dyn Error + 'static)) -> Exit {
-    let mut next = Some(err);
-    while let Some(e) = next {
-        if let Some(code) = known(e) {
-            return code;
-        }
-        next = e.source();
-    }
-    Exit::Failed
+    placed_core::exit::from_chain(err, known)
 }
 
 fn known(e: &(dyn Error + 'static)) -> Option<Exit> {

@@ -315,17 +315,9 @@ impl TrainFlags {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match placed_core::exit::parse_args::<Cli>() {
         Ok(cli) => cli,
-        Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() {
-                Exit::BadInput
-            } else {
-                Exit::Success
-            }
-            .into();
-        }
+        Err(code) => return code.into(),
     };
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
