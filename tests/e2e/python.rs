@@ -148,5 +148,8 @@ fn python_grpcio_drives_the_daemon_on_its_unix_socket_unmodified() {
     store.save(&state).unwrap();
     d.spawn();
     let out = session(&python, "phase2", &d, dir.path());
-    assert!(out.contains("observed 100.000 against 42.000"), "{out}");
+    assert!(
+        out.contains("observed 100.000 [100.000, 100.000] against 35.700-48.300"),
+        "{out}"
+    );
 }

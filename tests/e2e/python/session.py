@@ -281,7 +281,7 @@ def phase2(channel, stub, work):
             threading.Event().wait(0.1)
     e = watcher.wait_for("c1 measured", lambda e: "observed" in e.message)
     say(f"  #{e.sequence} {pb.EventKind.Name(e.kind)}: {e.message}")
-    check(e.message.startswith("observed 100.000 [100.000, 100.000] against"),
+    check(e.message.startswith("observed 100.000 [100.000, 100.000] against 35.700-48.300"),
           "the shell computed 2 x 50: the command's words arrived as sent")
     watcher.stop()
 
