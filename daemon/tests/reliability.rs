@@ -176,8 +176,16 @@ async fn manage_refuses_unknown_placements_and_the_root() {
         .await
         .unwrap_err();
     assert!(matches!(err, DaemonError::UnknownPlacement { .. }), "{err}");
+    // Refused where the container is resolved (the root is never a container), with the
+    // reason in the cause, and as the caller's mistake.
     let err = daemon.manage(manage("/", None)).await.unwrap_err();
-    assert!(err.to_string().contains("root cgroup"), "{err}");
+    let line = placed_core::text::error_line(&err);
+    assert!(line.contains("root cgroup"), "{line}");
+    assert_eq!(
+        err.fault(),
+        placed_core::fault::Fault::InvalidInput,
+        "{line}"
+    );
     daemon.shutdown().await;
 }
 

@@ -151,7 +151,8 @@ fn tls_with_client_certificates() {
 
     // Without one: refused by the server. Under TLS 1.3 the refusal reaches the client
     // after its side of the handshake, as an alert (exit 4, with advice) or as the server
-    // closing the connection (exit 5), whichever the client reads first; both are one line.
+    // closing the connection (exit 5: read as a closed stream or a broken pipe), whichever
+    // the client meets first; both are one line.
     let refused_or_closed = |run: &crate::util::Run| {
         let refused = run.code == Some(i32::from(Exit::Refused.code()))
             && run.stderr.contains("TLS refused the connection");

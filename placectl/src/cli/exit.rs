@@ -62,6 +62,11 @@ fn known(e: &(dyn Error + 'static)) -> Option<Exit> {
         return Some(Exit::Refused);
     }
     if let Some(s) = e.downcast_ref::<StatusError>() {
+        // Not the daemon's answer: the connection went away under the call (a server that
+        // closes it, on a refused client certificate or a restart). Try again.
+        if s.0.code() == tonic::Code::Unknown && chain_has(e, connection_lost) {
+            return Some(Exit::Unavailable);
+        }
         return Some(exit_of_code(s.0.code()));
     }
     if let Some(s) = e.downcast_ref::<tonic::Status>() {
@@ -126,12 +131,27 @@ pub const TLS_HINT: &str = "TLS refused the connection: --ca must be the CA that
 fn chain_has(e: &(dyn Error + 'static), pred: impl Fn(&std::io::Error) -> bool) -> bool {
     let mut next = e.source();
     while let Some(s) = next {
-        if s.downcast_ref::<std::io::Error>().is_some_and(&pred) {
+        if io_of(s).is_some_and(&pred) {
             return true;
         }
         next = s.source();
     }
     false
+}
+
+/// The I/O error an error is: a plain one, or the one inside an HTTP/2 error.
+fn io_of<'a>(e: &'a (dyn Error + 'static)) -> Option<&'a std::io::Error> {
+    e.downcast_ref::<std::io::Error>()
+        .or_else(|| e.downcast_ref::<h2::Error>().and_then(h2::Error::get_io))
+}
+
+/// The peer closed or reset the connection.
+fn connection_lost(io: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset, UnexpectedEof};
+    matches!(
+        io.kind(),
+        BrokenPipe | ConnectionReset | ConnectionAborted | UnexpectedEof
+    )
 }
 
 /// Whether the chain below `e` ends in a file that does not exist.
@@ -159,5 +179,20 @@ mod tests {
         assert_eq!(exit_of(&UsageError("x".into())), Exit::BadInput);
         let io = std::io::Error::other("disk on fire");
         assert_eq!(exit_of(&io), Exit::Failed);
+    }
+
+    #[test]
+    fn a_connection_lost_under_a_call_is_try_again() {
+        use std::io::{Error as Io, ErrorKind};
+        let lost = |e: Box<dyn Error + Send + Sync>| StatusError(tonic::Status::from_error(e));
+        // h2 wraps these (a server that closed the stream) in errors of its own that tests
+        // cannot build; the TLS end-to-end test meets the real one.
+        let pipe = Io::new(ErrorKind::BrokenPipe, "stream closed");
+        assert_eq!(exit_of(&lost(Box::new(pipe))), Exit::Unavailable);
+        let reset = Io::new(ErrorKind::ConnectionReset, "reset");
+        assert_eq!(exit_of(&lost(Box::new(reset))), Exit::Unavailable);
+        // Any other transport failure stays a failure.
+        let other = Io::other("certificate store unreadable");
+        assert_eq!(exit_of(&lost(Box::new(other))), Exit::Failed);
     }
 }
