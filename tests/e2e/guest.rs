@@ -8,13 +8,7 @@
 //! Skips with the reason where numa-vm, QEMU, root or `placed-train` is missing. Timings in
 //! the guest (software emulation) say nothing about real hardware.
 
-use std::process::Command;
-
 use crate::guest_support;
-
-/// One guest at a time: two emulated guests on a 2-core host each run at half speed and
-/// both miss their deadlines.
-static ONE_GUEST: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// What the guest's topology lets the model do for a container of 2 vCPUs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,7 +21,6 @@ enum Expect {
 }
 
 fn run_guest(nodes: &str, cpus_per_node: &str, smt: &str, sockets: &str, expect: Expect) {
-    let _one = ONE_GUEST.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(why) = guest_support::unavailable() {
         eprintln!("skipped, because {why}");
         return;
@@ -40,52 +33,41 @@ fn run_guest(nodes: &str, cpus_per_node: &str, smt: &str, sockets: &str, expect:
     let script = workspace.join("tests/e2e/guest-daemon.sh");
     let unit = workspace.join("dist/placed.service");
     let started = std::time::Instant::now();
-    let boot = || {
-        Command::new(&vm)
-            .current_dir(&workspace)
-            .env("NUMA_VM_NO_INSTALL", "1")
-            .args([
-                "run",
-                "--systemd",
-                "--nodes",
-                nodes,
-                "--cpus-per-node",
-                cpus_per_node,
-                "--smt",
-                smt,
-                "--sockets",
-                sockets,
-                "--mem",
-                "2G",
-                "--timeout",
-                "900",
-            ])
-            .args(["--env", "PLACED_IN_GUEST=1", "--"])
-            .arg("bash")
-            .arg(&script)
-            .arg(env!("CARGO_BIN_EXE_placed"))
-            .arg(crate::bins::bin("placectl"))
-            .arg(&train)
-            .arg(crate::bins::bin("placed-testload"))
-            .arg(&unit)
-            .output()
-            .expect("numa-vm runs")
-    };
-    let mut out = boot();
-    // An emulated guest that never reached the script (empty stdout: boot hung under
-    // TCG on a loaded 2-core host) says nothing about placed; boot it once more.
-    if !out.status.success() && out.stdout.is_empty() {
-        println!(
-            "--- first boot produced nothing; retrying ---\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out = boot();
-    }
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let out = guest_support::Guest::new(&vm, &workspace)
+        .options([
+            "--systemd",
+            "--nodes",
+            nodes,
+            "--cpus-per-node",
+            cpus_per_node,
+        ])
+        .options([
+            "--smt",
+            smt,
+            "--sockets",
+            sockets,
+            "--mem",
+            "2G",
+            "--timeout",
+            "900",
+        ])
+        .run([
+            "bash".into(),
+            script.into_os_string(),
+            env!("CARGO_BIN_EXE_placed").into(),
+            crate::bins::bin("placectl").into_os_string(),
+            train.into_os_string(),
+            crate::bins::bin("placed-testload").into_os_string(),
+            unit.into_os_string(),
+        ]);
+    let (stdout, stderr) = (&out.stdout, &out.stderr);
     println!("--- guest stdout ---\n{stdout}\n--- guest stderr ---\n{stderr}");
-    println!("guest run ({nodes} nodes) took {:?}", started.elapsed());
-    assert!(out.status.success(), "guest run failed: {:?}", out.status);
+    println!(
+        "guest run ({nodes} nodes) took {:?} ({} boot(s))",
+        started.elapsed(),
+        out.boots
+    );
+    assert!(out.success(), "guest run failed: {:?}", out.status);
     assert!(
         stdout.contains("GUEST DAEMON TESTS PASSED"),
         "the guest script did not finish"
@@ -116,4 +98,62 @@ fn daemon_unit_in_a_two_node_guest() {
 fn daemon_unit_in_a_four_node_smt_guest() {
     // Two nodes per socket: one node, two of one socket, or two of two sockets.
     run_guest("4", "2", "2", "2", Expect::Placed);
+}
+
+/// A stand-in for numa-vm: `body` runs as a shell script, with `$n` the number of the boot
+/// (counted in a file beside it).
+fn fake_vm(name: &str, body: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("fake-vm-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("numa-vm");
+    let text = format!(
+        "#!/bin/sh\necho boot >> \"$(dirname \"$0\")/boots\"\nn=$(wc -l < \"$(dirname \"$0\")/boots\")\n{body}\n"
+    );
+    std::fs::write(&script, text).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    script
+}
+
+#[test]
+fn a_boot_that_goes_silent_is_killed_and_booted_again_three_times_at_most() {
+    // Prints the kernel's first lines, then nothing: the hang seen under TCG.
+    let vm = fake_vm(
+        "silent",
+        "echo '[console] Linux version' >&2\nexec sleep 600",
+    );
+    let out = guest_support::Guest::new(&vm, vm.parent().unwrap())
+        .no_progress(std::time::Duration::from_secs(1))
+        .run(["true"]);
+    assert_eq!(out.boots, 3);
+    assert!(!out.success(), "a run that never booted passed: {out:?}");
+    let boots = std::fs::read_to_string(vm.with_file_name("boots")).unwrap();
+    assert_eq!(boots.lines().count(), 3, "each boot was started once");
+}
+
+#[test]
+fn a_vm_that_fails_before_the_command_is_booted_again_and_its_run_counts() {
+    let vm = fake_vm(
+        "fails-once",
+        "if [ \"$n\" = 1 ]; then echo 'numa-vm: the VM failed (QEMU exit 1)' >&2; exit 125; fi\n\
+         echo 'numa-vm: guest booted in 1.00 s (host wall clock); running command' >&2\n\
+         echo \"ran: $*\"",
+    );
+    let out = guest_support::Guest::new(&vm, vm.parent().unwrap()).run(["echo", "hi"]);
+    assert!(out.success(), "{out:?}");
+    assert_eq!(out.boots, 2);
+    assert!(out.stdout.contains("-- echo hi"), "{}", out.stdout);
+}
+
+#[test]
+fn a_command_that_fails_after_the_boot_is_reported_not_retried() {
+    let vm = fake_vm(
+        "command-fails",
+        "echo 'numa-vm: guest booted in 1.00 s (host wall clock); running command' >&2\nexit 3",
+    );
+    let out = guest_support::Guest::new(&vm, vm.parent().unwrap()).run(["false"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(out.boots, 1);
 }

@@ -11,15 +11,11 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use placed_models::{Model, Provenance};
 
 #[path = "../../tests/support/guest.rs"]
 mod guest_support;
-
-/// One guest at a time (two emulated guests on a 2-core host both miss their deadlines).
-static ONE_GUEST: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// The interval bound is off: the guest's timings are noise (docs/training.md), and this
 /// test checks the loop, not the data.
@@ -28,42 +24,26 @@ const TINY: &str =
 
 /// Runs `script` in a 2-node guest, in `dir` (shared read-write at the same path).
 fn in_guest(dir: &Path, script: &str) -> Option<(bool, String, String)> {
-    let _one = ONE_GUEST.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(why) = guest_support::unavailable() {
         eprintln!("skipped, because {why}");
         return None;
     }
     let vm = guest_support::numa_vm()?;
     let started = std::time::Instant::now();
-    let out = Command::new(&vm)
-        .current_dir(dir)
-        .env("NUMA_VM_NO_INSTALL", "1")
-        .args([
-            "run",
-            "--nodes",
-            "2",
-            "--cpus-per-node",
-            "2",
-            "--smt",
-            "1",
-            "--mem",
-            "2G",
-            "--timeout",
-            "600",
-            "--env",
-            "PLACED_IN_GUEST=1",
-            "--",
-            "bash",
-            "-c",
-            script,
-        ])
-        .output()
-        .expect("numa-vm runs");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    println!("--- guest stdout ---\n{stdout}\n--- guest stderr ---\n{stderr}");
-    println!("guest run took {:?}", started.elapsed());
-    Some((out.status.success(), stdout, stderr))
+    let out = guest_support::Guest::new(&vm, dir)
+        .options(["--nodes", "2", "--cpus-per-node", "2", "--smt", "1"])
+        .options(["--mem", "2G", "--timeout", "600"])
+        .run(["bash", "-c", script]);
+    println!(
+        "--- guest stdout ---\n{}\n--- guest stderr ---\n{}",
+        out.stdout, out.stderr
+    );
+    println!(
+        "guest run took {:?} ({} boot(s))",
+        started.elapsed(),
+        out.boots
+    );
+    Some((out.success(), out.stdout, out.stderr))
 }
 
 /// A private copy of `placed-train` in `dir`: the target directory may be shared with other

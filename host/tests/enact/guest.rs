@@ -6,16 +6,11 @@
 //! `numa-vm` script if it is not in one of the usual places.
 
 use std::path::Path;
-use std::process::Command;
-use std::sync::Mutex;
 
 use crate::skip;
 
 #[path = "../../../tests/support/guest.rs"]
 mod support_guest;
-
-/// One guest at a time: two TCG guests on a 2-core host would each take twice as long.
-static ONE_GUEST: Mutex<()> = Mutex::new(());
 
 /// The tests of real.rs that need several nodes, and print this when they ran.
 const MULTI_NODE: [&str; 5] = [
@@ -28,9 +23,10 @@ const MULTI_NODE: [&str; 5] = [
 
 /// numa-vm's kernel command line without `cgroup_no_v1=all` (the script adds it, and a
 /// later `cgroup_no_v1=` can only disable more), passed as a second `-append` that QEMU
-/// takes instead of the first.
+/// takes instead of the first. `loglevel=6` as `Guest` asks: its boot watchdog follows
+/// the console.
 const V1_CMDLINE: &str =
-    "console=ttyS0 panic=-1 loglevel=4 mitigations=off random.trust_cpu=on 8250.nr_uarts=1 quiet";
+    "console=ttyS0 panic=-1 loglevel=6 mitigations=off random.trust_cpu=on 8250.nr_uarts=1";
 
 /// In the guest, before the tests: take cpuset off the cgroup2 root (no cgroup below it
 /// uses it yet) and mount it, with the freezer, as v1 hierarchies. `Cgroups::detect`
@@ -66,35 +62,32 @@ fn run_in_guest(hierarchy: &str) {
             exe.display()
         );
     }
-    let _one = ONE_GUEST
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let started = std::time::Instant::now();
     // 4 nodes x 2 CPUs (SMT 2): 512 MiB a node. The tests of real.rs run one at a time.
-    let mut cmd = Command::new(&vm);
-    cmd.current_dir(workspace)
-        .env("NUMA_VM_NO_INSTALL", "1")
-        .args(["run", "--nodes", "4", "--cpus-per-node", "2", "--smt", "2"])
-        .args(["--mem", "2G", "--timeout", "400"]);
+    let mut options = vec!["--nodes", "4", "--cpus-per-node", "2", "--smt", "2"];
+    options.extend(["--mem", "2G", "--timeout", "400"]);
     if hierarchy == "v1" {
-        cmd.args(["--qemu-arg", "-append", "--qemu-arg", V1_CMDLINE]);
+        options.extend(["--qemu-arg", "-append", "--qemu-arg", V1_CMDLINE]);
     }
-    cmd.args(["--env", "PLACED_IN_GUEST=1", "--"]);
+    let mut command: Vec<std::ffi::OsString> = Vec::new();
     if hierarchy == "v1" {
-        cmd.args(["bash", "-c", V1_SWITCH]);
+        command.extend(["bash".into(), "-c".into(), V1_SWITCH.into()]);
     }
-    let out = cmd
-        .arg(&exe)
-        .args(["--test-threads=1", "--nocapture", "real::"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    command.push(exe.into());
+    command.extend(["--test-threads=1", "--nocapture", "real::"].map(Into::into));
+    let out = support_guest::Guest::new(&vm, workspace)
+        .options(options)
+        .run(command);
+    let (stdout, stderr) = (&out.stdout, &out.stderr);
     println!(
         "--- {hierarchy} guest stdout ---\n{stdout}\n--- {hierarchy} guest stderr ---\n{stderr}"
     );
-    println!("{hierarchy} guest run took {:?}", started.elapsed());
-    assert!(out.status.success(), "guest tests failed: {:?}", out.status);
+    println!(
+        "{hierarchy} guest run took {:?} ({} boot(s))",
+        started.elapsed(),
+        out.boots
+    );
+    assert!(out.success(), "guest tests failed: {:?}", out.status);
     assert!(
         stdout.contains("test result: ok"),
         "no test summary from the guest"
