@@ -331,7 +331,12 @@ fn run(cli: Cli) -> Result<Exit, Box<dyn std::error::Error>> {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;
-            let streaming = matches!(command, Command::Watch { .. });
+            // A watch, or samples piped in as they happen, lasts as long as it lasts.
+            let streaming = match &command {
+                Command::Watch { .. } => true,
+                Command::Report { values, .. } => values.is_empty(),
+                _ => false,
+            };
             runtime.block_on(async {
                 let request = remote(command, cli.json, &daemon);
                 if streaming {
@@ -585,35 +590,38 @@ async fn watch(
     }
 }
 
-/// Sends the given values, or one per line of stdin; rejected samples are a failure.
+/// Sends the given values, or one per line of stdin as each line arrives (stamped with the
+/// time it was read, so a pipe's buffering does not shift it); rejected samples are a
+/// failure.
 async fn report(
     c: &mut Client,
     out: Output,
     container: &str,
     values: &[f64],
 ) -> Result<Exit, Failure> {
-    let samples: Vec<pb::ReportMetricRequest> = if values.is_empty() {
-        let mut v = Vec::new();
-        for line in std::io::stdin().lines() {
-            let line = line?;
-            let t = line.trim();
-            if t.is_empty() {
-                continue;
-            }
-            let value: f64 = t
-                .parse()
-                .map_err(|_| format!("stdin: {t:?} is not a number"))?;
-            v.push(sample(container, value));
-        }
-        v
+    let r = if values.is_empty() {
+        let (tx, rx) = tokio::sync::mpsc::channel(1024);
+        let owner = container.to_owned();
+        // stdin is read on a thread of its own: a blocking read must not stall the runtime
+        // that sends what came before it.
+        let reader = std::thread::spawn(move || read_samples(&owner, &tx));
+        let r = c
+            .report_metric(tokio_stream::wrappers::ReceiverStream::new(rx))
+            .await
+            .map_err(StatusError)?
+            .into_inner();
+        // The stream ended, so the reader is done (end of input or a line it refused).
+        reader
+            .join()
+            .map_err(|_| "the stdin reader panicked".to_owned())??;
+        r
     } else {
-        values.iter().map(|&x| sample(container, x)).collect()
+        let samples: Vec<_> = values.iter().map(|&x| sample(container, x, None)).collect();
+        c.report_metric(tokio_stream::iter(samples))
+            .await
+            .map_err(StatusError)?
+            .into_inner()
     };
-    let r = c
-        .report_metric(tokio_stream::iter(samples))
-        .await
-        .map_err(StatusError)?
-        .into_inner();
     let last = if r.last_error.is_empty() {
         String::new()
     } else {
@@ -635,11 +643,41 @@ async fn report(
     Ok(code)
 }
 
-fn sample(container: &str, value: f64) -> pb::ReportMetricRequest {
+/// Sends one sample per non-empty line of stdin, stamped when read, until end of input, a
+/// line that is not a number (named in the error), or the call ending.
+fn read_samples(
+    container: &str,
+    tx: &tokio::sync::mpsc::Sender<pb::ReportMetricRequest>,
+) -> Result<(), String> {
+    for (n, line) in std::io::stdin().lines().enumerate() {
+        let line = line.map_err(|e| format!("stdin: {e}"))?;
+        let t = line.trim();
+        if t.is_empty() {
+            continue;
+        }
+        let taken = prost_types::Timestamp::from(std::time::SystemTime::now());
+        let value: f64 = t
+            .parse()
+            .map_err(|_| format!("stdin line {}: {t:?} is not a number", n + 1))?;
+        if tx
+            .blocking_send(sample(container, value, Some(taken)))
+            .is_err()
+        {
+            break;
+        }
+    }
+    Ok(())
+}
+
+fn sample(
+    container: &str,
+    value: f64,
+    time: Option<prost_types::Timestamp>,
+) -> pb::ReportMetricRequest {
     pb::ReportMetricRequest {
         container: container.to_owned(),
         value,
-        time: None,
+        time,
     }
 }
 

@@ -184,6 +184,44 @@ fn pushed_metrics_stream_in_and_bad_samples_are_refused() {
     // NaN is not a rate.
     d.placectl(["report", "c1", "NaN"])
         .fails_with(Exit::Failed, "1 of 1 samples rejected");
+
+    // Lines on stdin go out as they arrive, not at the end of input: the daemon has the
+    // first while placectl still waits for the second.
+    use std::io::Write;
+    let mut piped = std::process::Command::new(crate::bins::bin("placectl"))
+        .args(["report", "c1"])
+        .env("PLACED_SOCKET", &d.socket)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = piped.stdin.take().unwrap();
+    writeln!(stdin, "13").unwrap();
+    let start = std::time::Instant::now();
+    while metric(&d.metrics(), "placed_metric_samples_total") != Some(4.0) {
+        // Only bounds a hang: without streaming the sample waits for end of input.
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "the first line was not sent before the second"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // A line that is no number ends the stream, named by its number; what came before
+    // counts.
+    writeln!(stdin, "\noops").unwrap();
+    drop(stdin);
+    let out = piped.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(Exit::Failed as i32), "{stderr}");
+    assert!(
+        stderr.contains("stdin line 3: \"oops\" is not a number"),
+        "{stderr}"
+    );
+    assert_eq!(
+        metric(&d.metrics(), "placed_metric_samples_total"),
+        Some(4.0)
+    );
 }
 
 #[test]

@@ -201,7 +201,13 @@ impl Daemon {
     }
 
     /// A performance sample pushed for a container whose metric source is `pushed`.
-    pub fn report(&self, reference: &str, value: f64) -> Result<(), DaemonError> {
+    /// Takes one pushed sample, taken at `taken` (wall clock) or now.
+    pub fn report(
+        &self,
+        reference: &str,
+        value: f64,
+        taken: Option<std::time::SystemTime>,
+    ) -> Result<(), DaemonError> {
         let handle = self.shared.find(reference)?;
         let (name, reporter, metric) = handle.with(|e| {
             (
@@ -217,7 +223,7 @@ impl Daemon {
                 .map_or_else(|| "unset".into(), SourceSpec::describe),
         })?;
         reporter
-            .report(value)
+            .report_at(value, taken)
             .map_err(|source: PushedError| DaemonError::Sample {
                 container: name,
                 source: Box::new(source),

@@ -243,7 +243,7 @@ impl DaemonError {
             | Self::Predict { .. } => Fault::HostConfig,
             Self::NoRoom { .. } => Fault::HostConfig,
             Self::Sample { source, .. } => match source.as_ref() {
-                PushedError::Invalid { .. } => Fault::InvalidInput,
+                PushedError::Invalid { .. } | PushedError::Time { .. } => Fault::InvalidInput,
                 _ => Fault::HostConfig,
             },
             Self::MetricSource { source, .. } => {

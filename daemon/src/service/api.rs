@@ -93,6 +93,19 @@ fn mode_of(daemon: &Daemon, m: i32) -> Result<Option<Mode>, Status> {
     Ok(Some(daemon.mode_of(kind)))
 }
 
+/// A pushed sample's time, if it has one a clock can hold.
+fn sample_time(
+    time: Option<&prost_types::Timestamp>,
+) -> Result<Option<std::time::SystemTime>, DaemonError> {
+    time.map(|t| {
+        std::time::SystemTime::try_from(*t).map_err(|e| DaemonError::BadRequest {
+            field: "time",
+            reason: e.to_string(),
+        })
+    })
+    .transpose()
+}
+
 fn need_container(c: &str) -> Result<(), Status> {
     if c.is_empty() {
         Err(Status::invalid_argument("the request names no container"))
@@ -314,7 +327,9 @@ impl Api {
         loop {
             match stream.next().await {
                 None => break,
-                Some(Ok(sample)) => match daemon.report(&sample.container, sample.value) {
+                Some(Ok(sample)) => match sample_time(sample.time.as_ref())
+                    .and_then(|taken| daemon.report(&sample.container, sample.value, taken))
+                {
                     Ok(()) => accepted += 1,
                     // A container placed does not manage: the stream is aimed at the wrong
                     // daemon or an old name, and every sample would be lost, so it fails

@@ -325,7 +325,7 @@ impl Running {
         let (daemon, id, l) = (self.daemon.clone(), cg(name), level.clone());
         let handle = tokio::spawn(async move {
             loop {
-                let _ = daemon.report(&id, l.get());
+                let _ = daemon.report(&id, l.get(), None);
                 tokio::time::sleep(FEED_EVERY).await;
             }
         });
