@@ -107,13 +107,14 @@ fn fake_vm(name: &str, body: &str) -> std::path::PathBuf {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("fake-vm-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(&dir).expect("the fake's directory");
     let script = dir.join("numa-vm");
     let text = format!(
         "#!/bin/sh\necho boot >> \"$(dirname \"$0\")/boots\"\nn=$(wc -l < \"$(dirname \"$0\")/boots\")\n{body}\n"
     );
-    std::fs::write(&script, text).unwrap();
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(&script, text).expect("the fake numa-vm");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))
+        .expect("the fake is executable");
     script
 }
 
