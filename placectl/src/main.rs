@@ -52,6 +52,10 @@ struct DaemonArgs {
     /// Give up on the daemon after this long (e.g. 30s, 2m); `watch` streams without limit.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
     timeout: Duration,
+    /// When the container is busy (an evaluation or a move under way: ABORTED), try again
+    /// until --timeout instead of failing (manage, predict, recommend, place).
+    #[arg(long)]
+    wait: bool,
 }
 
 impl DaemonArgs {
@@ -68,7 +72,7 @@ impl DaemonArgs {
 }
 
 /// A policy as typed: a name and, for the model policy, a goal.
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 struct PolicyArgs {
     /// observe, model, conservative, aggressive, smart-aggressive, or pinned:<placement id>.
     #[arg(long, value_name = "POLICY")]
@@ -94,7 +98,7 @@ impl PolicyArgs {
     }
 }
 
-#[derive(Subcommand, Debug)]
+#[derive(Subcommand, Debug, Clone)]
 enum Command {
     /// Show a machine's topology summary and scheduling concerns (no daemon needed).
     Topology {
@@ -226,7 +230,7 @@ impl Command {
 }
 
 /// Which machine: this host by default.
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 struct MachineArgs {
     /// An hwloc XML topology file (format v1 or v2) instead of this host.
     #[arg(long, value_name = "FILE", conflicts_with = "synthetic")]
@@ -337,8 +341,22 @@ fn run(cli: Cli) -> Result<Exit, Box<dyn std::error::Error>> {
                 Command::Report { values, .. } => values.is_empty(),
                 _ => false,
             };
+            let retry = daemon.wait
+                && matches!(
+                    command,
+                    Command::Manage { .. }
+                        | Command::Predict { .. }
+                        | Command::Recommend { .. }
+                        | Command::Place { .. }
+                );
             runtime.block_on(async {
-                let request = remote(command, cli.json, &daemon);
+                let request = async {
+                    if retry {
+                        remote_until_free(&command, cli.json, &daemon).await
+                    } else {
+                        remote(command, cli.json, &daemon).await
+                    }
+                };
                 if streaming {
                     return request.await;
                 }
@@ -374,6 +392,36 @@ impl Output {
             text
         }))
     }
+}
+
+/// A daemon command sent again while the daemon answers that the container is busy
+/// (ABORTED refuses before doing anything, so a retry repeats nothing), with growing pauses
+/// up to 5 s; the caller's --timeout bounds the whole.
+async fn remote_until_free(
+    command: &Command,
+    json: bool,
+    daemon: &DaemonArgs,
+) -> Result<Exit, Failure> {
+    let mut pause = Duration::from_millis(250);
+    let mut said = false;
+    loop {
+        match remote(command.clone(), json, daemon).await {
+            Err(e) if busy(e.as_ref()) => {
+                if !said {
+                    eprintln!("placectl: {e}; waiting (--wait)");
+                    said = true;
+                }
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(5));
+            }
+            r => return r,
+        }
+    }
+}
+
+fn busy(e: &(dyn std::error::Error + 'static)) -> bool {
+    e.downcast_ref::<StatusError>()
+        .is_some_and(|s| s.0.code() == tonic::Code::Aborted)
 }
 
 /// The commands that talk to the daemon.

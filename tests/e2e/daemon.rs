@@ -1016,6 +1016,20 @@ fn a_request_during_an_operation_is_aborted_with_what_and_since_when() {
     // Manage would change v under the measurement: refused, saying what and since when.
     let run = d.placectl(["manage", "c1", "--vcpus", "1"]);
     run_is_busy(&run);
+    // --wait asks again until the container is free or --timeout runs out (the watch
+    // lasts an hour here, so only the timeout can end it).
+    let run = d.placectl(["manage", "c1", "--vcpus", "1", "--wait", "--timeout", "2s"]);
+    assert!(run.stderr.contains("is busy: watching since"), "{run:?}");
+    assert!(run.stderr.contains("waiting (--wait)"), "{run:?}");
+    assert!(
+        run.stderr.contains("no answer from placed within 2s"),
+        "{run:?}"
+    );
+    assert_eq!(
+        run.code,
+        Some(i32::from(Exit::Unavailable.code())),
+        "{run:?}"
+    );
     runtime().block_on(async {
         let mut c = d.client().await;
         let r = c
