@@ -12,8 +12,8 @@ use placed_core::policy::Target;
 use placed_host::cgroup::CgroupPath;
 use placed_host::migrate::Mode;
 use placed_host::observe::{
-    AnySource, Measurement, MetricSource as _, SourceSpec, Target as NoiseTarget, Verdict, compare,
-    measure,
+    AnySource, Comparison, Measurement, MetricSource as _, SourceSpec, Target as NoiseTarget,
+    Verdict, compare, measure,
 };
 
 use super::error::DaemonError;
@@ -113,6 +113,22 @@ fn cgroup_of(rec: &ContainerRecord) -> CgroupPath {
     CgroupPath::parse(&rec.id).unwrap_or_else(|_| CgroupPath::root())
 }
 
+/// The warning for a probe the comparison could not tell from the baseline. It names the
+/// ratio the model was given and the prediction table shows (of the two medians, as in
+/// `observation`), so one figure stands for the pair everywhere; the interval is the
+/// comparison's.
+fn noisy_probe(baseline: &Measurement, probe: &Measurement, c: &Comparison) -> Option<String> {
+    (c.verdict == Verdict::Inconclusive).then(|| {
+        let ratio = observation(probe).value / observation(baseline).value;
+        format!(
+            "baseline and probe could not be told apart (probe at {ratio:.3} x baseline; the {:.0}% interval of the ratio, {:.3}-{:.3}, does not settle it): the prediction rests on a noisy probe",
+            c.ratio.confidence * 100.0,
+            c.ratio.lo,
+            c.ratio.hi
+        )
+    })
+}
+
 fn observation(m: &Measurement) -> Observation {
     Observation {
         value: m.estimate.value,
@@ -169,18 +185,13 @@ impl Handle {
                     source: Box::new(source),
                 }
             })?;
-        if c.verdict == Verdict::Inconclusive {
-            warnings.push(format!(
-                "baseline and probe could not be told apart (ratio {:.3}, interval {:.3}-{:.3}): the prediction rests on a noisy probe",
-                c.ratio.value, c.ratio.lo, c.ratio.hi
-            ));
-        }
         let predicted = model
             .predict(&observation(baseline), &observation(probe))
             .map_err(|source| DaemonError::Predict {
                 container: rec.name.clone(),
                 source: Box::new(source),
             })?;
+        warnings.extend(noisy_probe(baseline, probe, &c));
         shared.metrics.predictions.inc();
         if let Some(n) = &predicted.novelty {
             warnings.push(format!(
@@ -400,5 +411,62 @@ fn prediction_record(
         warnings,
         unix_ms: now_ms(),
         below_gate,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use placed_host::observe::{Estimate, Incarnation, Kind};
+
+    use super::*;
+
+    fn measured(median: f64) -> Measurement {
+        Measurement {
+            source: "pushed".into(),
+            kind: Kind::Counter,
+            incarnation: Incarnation {
+                pid: 1,
+                start_ticks: 1,
+            },
+            warmup_s: 0.0,
+            window_s: 1.0,
+            windows: Vec::new(),
+            estimate: Estimate {
+                value: median,
+                lo: median * 0.9,
+                hi: median * 1.1,
+                confidence: 0.95,
+            },
+        }
+    }
+
+    #[test]
+    fn a_noisy_probe_is_named_by_the_ratio_the_table_shows() {
+        let (baseline, probe) = (measured(100.0), measured(93.0));
+        // The comparison's own point (pairwise ratios) differs from the medians' ratio.
+        let mut c = Comparison {
+            ratio: Estimate {
+                value: 0.998,
+                lo: 0.90,
+                hi: 1.08,
+                confidence: 0.95,
+            },
+            verdict: Verdict::Inconclusive,
+            margin: 0.05,
+        };
+        let warning = noisy_probe(&baseline, &probe, &c).unwrap();
+        let table = observation(&probe).value / observation(&baseline).value;
+        assert!(
+            warning.contains(&format!("probe at {table:.3} x baseline")),
+            "{warning}"
+        );
+        assert!(warning.contains("0.930"), "{warning}");
+        assert!(!warning.contains("0.998"), "{warning}");
+        assert!(
+            warning.contains("95% interval of the ratio, 0.900-1.080"),
+            "{warning}"
+        );
+        c.verdict = Verdict::Lower;
+        assert_eq!(noisy_probe(&baseline, &probe, &c), None);
     }
 }
