@@ -570,6 +570,8 @@ fn a_restart_thaws_and_settles_an_interrupted_migration() {
             metric: None,
             prediction: None,
             updated_unix_ms: 0,
+            on_override: None,
+            overridden: None,
         }],
     };
     StateStore::new(dir.path().join("state.json"))

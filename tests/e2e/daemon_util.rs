@@ -485,5 +485,7 @@ pub fn watched_under_model(
         }),
         metric: Some(metric),
         updated_unix_ms: 0,
+        on_override: None,
+        overridden: None,
     }
 }

@@ -312,6 +312,7 @@ impl Running {
                 vcpus: Some(v),
                 policy: Some(policy),
                 metric: pushed(),
+                on_override: None,
             })
             .await
             .expect("manage")

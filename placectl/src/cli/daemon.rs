@@ -150,7 +150,11 @@ pub fn render_containers(cs: &[pb::Container]) -> String {
             },
             c.cpus.clone(),
             c.mems.clone(),
-            c.detail.clone(),
+            match c.cpuset_override.as_ref().map(override_line) {
+                Some(o) if c.detail.is_empty() => o,
+                Some(o) => format!("{o}; {}", c.detail),
+                None => c.detail.clone(),
+            },
         ]);
     }
     t.render("")
@@ -166,6 +170,51 @@ pub fn container_json(c: &pb::Container) -> Value {
         "cpus": c.cpus, "mems": c.mems, "units": c.units, "model_id": c.model_id,
         "metric": c.metric.as_ref().map_or(Value::Null, crate::metric::json),
         "updated_unix_ms": unix_ms(c.update_time.as_ref()),
+        "on_override": on_override_name(c.effective_on_override),
+        "on_override_default": c.on_override == pb::OnOverride::Unspecified as i32,
+        "cpuset_override": c.cpuset_override.as_ref().map_or(Value::Null, override_json),
+    })
+}
+
+fn on_override_name(o: i32) -> &'static str {
+    match pb::OnOverride::try_from(o) {
+        Ok(pb::OnOverride::Reassert) => "reassert",
+        Ok(pb::OnOverride::Adopt) => "adopt",
+        Ok(pb::OnOverride::Leave) => "leave",
+        Ok(pb::OnOverride::Unspecified) | Err(_) => "unknown",
+    }
+}
+
+fn override_action_name(a: i32) -> &'static str {
+    match pb::OverrideAction::try_from(a) {
+        Ok(pb::OverrideAction::Reasserted) => "reasserted",
+        Ok(pb::OverrideAction::Adopted) => "adopted",
+        Ok(pb::OverrideAction::Left) => "left",
+        Ok(pb::OverrideAction::GaveUp) => "gave_up",
+        Ok(pb::OverrideAction::Unspecified) | Err(_) => "unknown",
+    }
+}
+
+/// An override in the containers table's detail: where placed put it, where it was found,
+/// and what the daemon did.
+fn override_line(o: &pb::CpusetOverride) -> String {
+    format!(
+        "OVERRIDDEN at {}: found cpus {} mems {}, placed had cpus {} mems {}; {}",
+        rfc3339(o.time.as_ref()),
+        o.found_cpus,
+        o.found_mems,
+        o.expected_cpus,
+        o.expected_mems,
+        override_action_name(o.action).replace('_', " ")
+    )
+}
+
+fn override_json(o: &pb::CpusetOverride) -> Value {
+    json!({
+        "expected_cpus": o.expected_cpus, "expected_mems": o.expected_mems,
+        "found_cpus": o.found_cpus, "found_mems": o.found_mems,
+        "action": override_action_name(o.action),
+        "unix_ms": unix_ms(o.time.as_ref()),
     })
 }
 
@@ -422,6 +471,7 @@ fn kind_name(k: i32) -> &'static str {
         Ok(pb::EventKind::MigrationFinished) => "migration-finished",
         Ok(pb::EventKind::Vanished) => "vanished",
         Ok(pb::EventKind::Error) => "error",
+        Ok(pb::EventKind::Overridden) => "overridden",
         _ => "unknown",
     }
 }
@@ -452,6 +502,7 @@ pub fn event_json(e: &pb::WatchResponse) -> Value {
         "state": state_name(e.state),
         "placement": if e.placement_id.is_empty() { Value::Null } else { json!(e.placement_id) },
         "message": e.message,
+        "cpuset_override": e.cpuset_override.as_ref().map_or(Value::Null, override_json),
     })
 }
 
