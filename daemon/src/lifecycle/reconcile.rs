@@ -14,6 +14,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use nix::sys::inotify::{AddWatchFlags, WatchDescriptor};
 
@@ -34,6 +35,9 @@ use super::shared::Shared;
 
 /// The cpuset files whose writes are watched (the same names on v1 and v2).
 const FILES: [&str; 2] = ["cpuset.cpus", "cpuset.mems"];
+
+/// Writes arriving within this window are checked together.
+const DEBOUNCE: Duration = Duration::from_millis(100);
 
 /// What a check finds, from the record and the sets in effect.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,6 +113,9 @@ pub(super) fn start(shared: &Arc<Shared>) {
                 _ = shared.cancel.cancelled() => return,
                 _ = shared.watch_list.notified() => {}
                 wds = notifier.next() => {
+                    // systemd and docker write cpus and mems one after the other: one check
+                    // for both, not an override for each half.
+                    tokio::time::sleep(DEBOUNCE).await;
                     for id in watches.owners(&wds) {
                         spawn_check(&shared, &id);
                     }
