@@ -21,7 +21,10 @@ use crate::scenario::{Running, Scenario, cg, pushed};
 const RESYNC: Duration = Duration::from_secs(3600);
 
 fn sets(cpus: &str, mems: &str) -> (CpuSet, NodeSet) {
-    (cpus.parse().unwrap(), mems.parse().unwrap())
+    (
+        cpus.parse().expect("a cpulist"),
+        mems.parse().expect("a nodelist"),
+    )
 }
 
 /// `/ctr/c` pinned to the first placement for 4 vCPUs, placed there, with `on_override`.
@@ -60,7 +63,10 @@ async fn override_to(d: &mut Running, cpus: &CpuSet, mems: &NodeSet) -> Event {
 }
 
 fn action(e: &Event) -> Action {
-    e.cpuset_override.as_ref().map(|o| o.action).unwrap()
+    e.cpuset_override
+        .as_ref()
+        .map(|o| o.action)
+        .expect("an override event carries the override")
 }
 
 fn counted(d: &Running, action: Action) -> u64 {
