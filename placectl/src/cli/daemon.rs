@@ -539,6 +539,41 @@ mod tests {
     }
 
     #[test]
+    fn an_overridden_container_says_so_in_the_table_and_in_json() {
+        let c = pb::Container {
+            name: "web".into(),
+            cpus: "0-3".into(),
+            mems: "0".into(),
+            detail: "placed by smart-aggressive".into(),
+            effective_on_override: pb::OnOverride::Adopt as i32,
+            cpuset_override: Some(pb::CpusetOverride {
+                expected_cpus: "0-3".into(),
+                expected_mems: "0".into(),
+                found_cpus: "0-7".into(),
+                found_mems: "0-1".into(),
+                action: pb::OverrideAction::GaveUp as i32,
+                time: Some(prost_types::Timestamp {
+                    seconds: 1_795_508_243,
+                    nanos: 0,
+                }),
+            }),
+            ..Default::default()
+        };
+        let text = render_containers(std::slice::from_ref(&c));
+        assert!(
+            text.contains("OVERRIDDEN at 2026-11-24T08:17:23.000Z: found cpus 0-7 mems 0-1, placed had cpus 0-3 mems 0; gave up; placed by smart-aggressive"),
+            "{text}"
+        );
+        let j = container_json(&c);
+        assert_eq!(j["on_override"], "adopt");
+        assert_eq!(j["on_override_default"], true);
+        assert_eq!(j["cpuset_override"]["action"], "gave_up");
+        assert_eq!(j["cpuset_override"]["found_mems"], "0-1");
+        let plain = container_json(&pb::Container::default());
+        assert!(plain["cpuset_override"].is_null(), "{plain}");
+    }
+
+    #[test]
     fn times_are_rfc3339_utc_with_milliseconds() {
         let t = prost_types::Timestamp {
             seconds: 1_795_508_243,
