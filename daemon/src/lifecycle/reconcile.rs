@@ -307,9 +307,10 @@ async fn act(handle: &Handle, rec: &ContainerRecord, d: Difference) -> Result<()
             }
         }
     };
+    let adoption = (action == Action::Adopted).then(|| adopted(shared, rec, &d.found));
     let what = match action {
         Action::Reasserted => "writing its placement back".to_owned(),
-        Action::Adopted => match adopted(shared, rec, &d.found).placement {
+        Action::Adopted => match adoption.as_ref().and_then(|a| a.placement.as_deref()) {
             Some(p) => format!(
                 "adopted as placement {p}; placed no longer moves it until it is placed again"
             ),
@@ -377,7 +378,7 @@ async fn act(handle: &Handle, rec: &ContainerRecord, d: Difference) -> Result<()
             handle.set_state(rec.state, &rec.detail);
         }
         Action::Adopted => {
-            let assigned = adopted(shared, rec, &d.found);
+            let assigned = adoption.unwrap_or_else(|| adopted(shared, rec, &d.found));
             let freed = handle.with(|e| {
                 let before = e.record.assigned.replace(assigned.clone());
                 e.record.overridden = Some(record);
