@@ -11,6 +11,8 @@
 //! - [`policy`]: placement policies (model, conservative, aggressive, smart-aggressive,
 //!   pinned, observe) and whether a move pays for its migration.
 //! - [`lifecycle`]: the states of a managed container's lifecycle, named once.
+//! - [`reconcile`]: a placement undone from outside: the comparison, the per-container
+//!   policy (reassert, adopt, leave) and the write-back limit.
 //! - [`fault`]: who has to act on an error (caller, operator, nobody), from which the
 //!   daemon derives gRPC codes and the binaries their exit codes.
 //! - [`exit`]: the exit-code table shared by `placed`, `placectl` and `placed-train`.
@@ -26,4 +28,5 @@ pub mod lifecycle;
 pub mod machine;
 pub mod placement;
 pub mod policy;
+pub mod reconcile;
 pub mod text;

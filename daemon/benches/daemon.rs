@@ -223,6 +223,8 @@ fn seeded_state(machine: &Machine, ids: &[(String, String)], placement: &str) ->
                     below_gate: None,
                 }),
                 updated_unix_ms: 0,
+                on_override: None,
+                overridden: None,
             })
             .collect(),
     }

@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use placed_core::reconcile::OnOverride;
 use placed_host::migrate::ModeKind;
 use serde::{Deserialize, Serialize};
 
@@ -134,6 +135,15 @@ pub struct PolicyConfig {
     pub migration: ModeKind,
     /// The throttled mode's cap, MiB/s.
     pub throttle_mib_per_s: u64,
+    /// What to do when a container's cpuset is changed outside placed, for containers that
+    /// do not say (`Manage`, `placectl manage --on-override`): `adopt`, `reassert` or
+    /// `leave` (docs/daemon.md, "Placements changed outside placed").
+    pub on_override: OnOverride,
+    /// `reassert` writes a placement back at most this many times within
+    /// `reassert_window`, then gives up and says so.
+    pub reassert_limit: u32,
+    #[serde(with = "humantime_serde")]
+    pub reassert_window: Duration,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -231,6 +241,14 @@ impl Default for PolicyConfig {
             cooldown: Duration::from_secs(600),
             migration: ModeKind::Kernel,
             throttle_mib_per_s: 100,
+            // Whoever rewrote the cpuset (systemd, the kubelet, an operator with docker
+            // update) usually meant it: taking it never fights and never migrates, and says
+            // so; reassert is for hosts where placed alone decides.
+            on_override: OnOverride::Adopt,
+            // Three write-backs in ten minutes: a controller that undoes every one of them
+            // is not going away, and each round may migrate the container's memory twice.
+            reassert_limit: 3,
+            reassert_window: Duration::from_secs(600),
         }
     }
 }
@@ -398,6 +416,18 @@ impl Config {
                     "observe.max_foreign_load = {f} is outside [0, 1]"
                 )));
             }
+        }
+        if self.policy.reassert_limit == 0 {
+            return Err(invalid(
+                "policy.reassert_limit = 0 would never write a placement back: set on_override = \"leave\" for that, or allow at least 1"
+                    .into(),
+            ));
+        }
+        if self.policy.reassert_window.is_zero() {
+            return Err(invalid(
+                "policy.reassert_window = 0 s would never count a write-back against the limit: give the window the limit applies in"
+                    .into(),
+            ));
         }
         if self.policy.drift_windows == 0 {
             return Err(invalid(
@@ -620,6 +650,13 @@ mod tests {
             assert!(e.contains("must be a number above 0"), "{e}");
         }
         assert!(bad("[policy]\nthrottle_mib_per_s = 0").contains("policy.throttle_mib_per_s = 0"));
+        assert!(bad("[policy]\non_override = \"fight\"").contains("fight"));
+        assert!(bad("[policy]\nreassert_limit = 0").contains("on_override = \"leave\""));
+        assert!(bad("[policy]\nreassert_window = \"0s\"").contains("policy.reassert_window"));
+        let c = Config::parse(Path::new("p.toml"), "[policy]\non_override = \"reassert\"")
+            .expect("a valid override policy");
+        assert_eq!(c.policy.on_override, OnOverride::Reassert);
+        assert_eq!(Config::default().policy.on_override, OnOverride::Adopt);
         Config::parse(Path::new("p.toml"), "[policy]\ndrift = 0.3").expect("a valid drift");
     }
 

@@ -51,6 +51,7 @@ fn manage(container: &str, policy: Option<Policy>) -> ManageRequest {
         vcpus: Some(2),
         policy,
         metric: None,
+        on_override: None,
     }
 }
 

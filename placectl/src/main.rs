@@ -13,6 +13,7 @@ use placectl::client::{self, Target};
 use placed_core::machine::{Machine, TopologySource};
 use placed_core::placement;
 use placed_core::policy::Policy;
+use placed_core::reconcile::OnOverride;
 use placed_host::enact::Host;
 use placed_host::migrate::ModeKind;
 
@@ -148,6 +149,11 @@ enum Command {
         /// (split as a shell splits words: `command sh -c 'echo 42'`).
         #[arg(long, value_name = "SPEC")]
         metric: Option<String>,
+        /// What the daemon does when something else (systemd, the kubelet, docker update)
+        /// changes the container's cpuset: write its placement back, adopt the new cpuset
+        /// and stop moving it, or only report it. Default: the daemon's policy.on_override.
+        #[arg(long, value_name = "WHAT", value_parser = ["reassert", "adopt", "leave"])]
+        on_override: Option<String>,
     },
     /// Predicted performance of a container in every important placement, with the
     /// observations and the model behind it.
@@ -449,13 +455,22 @@ async fn remote(command: Command, json: bool, daemon: &DaemonArgs) -> Result<Exi
             vcpus,
             policy,
             metric,
+            on_override,
             ..
         } => {
+            let on_override = on_override
+                .map(|o| o.parse::<OnOverride>())
+                .transpose()?
+                .map_or(
+                    pb::OnOverride::Unspecified,
+                    placed_proto::convert::on_override_to_pb,
+                );
             let request = pb::ManageRequest {
                 container,
                 vcpus: vcpus.unwrap_or(0),
                 policy: policy.to_pb()?,
                 metric: metric.map(|m| placectl::metric::parse(&m)).transpose()?,
+                on_override: on_override as i32,
             };
             let r = c
                 .manage(request)

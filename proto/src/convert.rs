@@ -7,6 +7,7 @@ use placed_core::lifecycle::Lifecycle;
 use placed_core::machine::{InterconnectSource, Machine, Scope};
 use placed_core::placement::PlacementSet;
 use placed_core::policy::Policy;
+use placed_core::reconcile::{Action, OnOverride};
 
 /// The machine model as placed.v1 shows it.
 pub fn machine(m: &Machine) -> pb::Machine {
@@ -164,6 +165,39 @@ pub fn policy_from_pb(p: Option<&pb::Policy>, default_goal: f64) -> Result<Optio
     };
     policy.validate().map_err(|e| e.to_string())?;
     Ok(Some(policy))
+}
+
+/// An override policy as the API names it.
+pub fn on_override_to_pb(o: OnOverride) -> pb::OnOverride {
+    match o {
+        OnOverride::Reassert => pb::OnOverride::Reassert,
+        OnOverride::Adopt => pb::OnOverride::Adopt,
+        OnOverride::Leave => pb::OnOverride::Leave,
+    }
+}
+
+/// A requested override policy: `None` for UNSPECIFIED (keep the current one), an error
+/// naming the value for one this side does not know.
+pub fn on_override_from_pb(o: i32) -> Result<Option<OnOverride>, String> {
+    match pb::OnOverride::try_from(o) {
+        Ok(pb::OnOverride::Unspecified) => Ok(None),
+        Ok(pb::OnOverride::Reassert) => Ok(Some(OnOverride::Reassert)),
+        Ok(pb::OnOverride::Adopt) => Ok(Some(OnOverride::Adopt)),
+        Ok(pb::OnOverride::Leave) => Ok(Some(OnOverride::Leave)),
+        Err(_) => Err(format!(
+            "on_override = {o}: not an OnOverride this daemon knows (reassert = 1, adopt = 2, leave = 3)"
+        )),
+    }
+}
+
+/// What the daemon did about an override, as the API names it.
+pub fn override_action_to_pb(a: Action) -> pb::OverrideAction {
+    match a {
+        Action::Reasserted => pb::OverrideAction::Reasserted,
+        Action::Adopted => pb::OverrideAction::Adopted,
+        Action::Left => pb::OverrideAction::Left,
+        Action::GaveUp => pb::OverrideAction::GaveUp,
+    }
 }
 
 #[cfg(test)]

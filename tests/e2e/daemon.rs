@@ -608,6 +608,8 @@ fn a_restart_thaws_and_settles_an_interrupted_migration() {
             metric: None,
             prediction: None,
             updated_unix_ms: 0,
+            on_override: None,
+            overridden: None,
         }],
     };
     StateStore::new(dir.path().join("state.json"))
@@ -834,6 +836,86 @@ fn watch_streams_a_container_appearing_being_placed_and_vanishing() {
             .await;
         assert_eq!(r.expect_err("forgotten").code(), Code::NotFound);
     });
+}
+
+#[test]
+fn a_cpuset_rewritten_from_outside_is_reported_and_written_back() {
+    let Some(host) = host() else { return };
+    let (cpus, mems) = machine(&host);
+    let cg: TestCgroup = TestCgroup::new(&host, &cpus, &mems);
+    let c1 = cg.child("c1", &cpus, &mems);
+    let id = c1.to_string();
+    let dir = tempfile::tempdir().unwrap();
+    // No resync within the test: only inotify on the cpuset files can notice the write.
+    let setup = Setup {
+        resync_interval: Some("1h".into()),
+        ..Setup::watching(&cg.path)
+    };
+    let d = TestDaemon::start(dir.path(), &setup);
+    d.wait_for("c1", |j| j["containers"][0]["state"] == "watched");
+    let (one, one_cpus) = first_placement(&d, 1);
+    assert_ne!(one_cpus, cpus.to_string(), "the placement leaves CPUs out");
+    d.placectl(["manage", "c1", "--vcpus", "1", "--on-override", "reassert"])
+        .ok();
+    d.placectl(["place", "c1", "--placement", &one]).ok();
+    let file = host
+        .cgroups()
+        .root()
+        .join(format!("{}/cpuset.cpus", id.trim_start_matches('/')));
+    let read = || std::fs::read_to_string(&file).unwrap().trim().to_owned();
+    assert_eq!(read(), one_cpus);
+    runtime().block_on(async {
+        let mut c = d.client().await;
+        let mut events = c
+            .watch(pb::WatchRequest {
+                container: id.clone(),
+                ..Default::default()
+            })
+            .await
+            .expect("watch")
+            .into_inner();
+        // What `docker update --cpuset-cpus` or systemd's AllowedCPUs= does: a plain write.
+        std::fs::write(&file, cpus.to_string()).expect("rewrite cpuset.cpus");
+        let e = next_event(&mut events, "the override", |e| {
+            e.kind == pb::EventKind::Overridden as i32
+        })
+        .await;
+        let o = e.cpuset_override.clone().expect("the override's sets");
+        assert_eq!(
+            (o.expected_cpus.as_str(), o.found_cpus.as_str()),
+            (one_cpus.as_str(), cpus.to_string().as_str()),
+            "{e:?}"
+        );
+        assert_eq!(o.action, pb::OverrideAction::Reasserted as i32, "{e:?}");
+        next_event(&mut events, "the write-back", |e| {
+            e.kind == pb::EventKind::MigrationFinished as i32
+        })
+        .await;
+    });
+    assert_eq!(read(), one_cpus, "written back");
+    let j = d.placectl(["containers", "--json"]).ok().json();
+    let shown = &j["containers"][0];
+    assert_eq!(shown["on_override"], "reassert", "{shown}");
+    assert_eq!(shown["cpuset_override"]["action"], "reasserted", "{shown}");
+    assert_eq!(
+        shown["cpuset_override"]["found_cpus"],
+        cpus.to_string(),
+        "{shown}"
+    );
+    let text = d.placectl(["containers"]).ok().stdout;
+    assert!(text.contains("OVERRIDDEN at"), "{text}");
+    assert_eq!(
+        metric(
+            &d.metrics(),
+            r#"placed_placement_overrides_total{action="reasserted"}"#
+        ),
+        Some(1.0)
+    );
+    assert!(
+        d.log().contains("cpuset changed outside placed"),
+        "{}",
+        d.log()
+    );
 }
 
 #[test]

@@ -37,6 +37,9 @@ pub struct Setup {
     pub warmup: Option<String>,
     /// `observe.watch_interval`, when not the default.
     pub watch_interval: Option<String>,
+    /// `containers.resync_interval`, when not the tests' 1 s (a long one leaves a change to
+    /// inotify alone).
+    pub resync_interval: Option<String>,
     /// `grpc.watch_history`, when not the default.
     pub watch_history: Option<usize>,
     /// `observe.allow_command_metrics` (they run as `nobody`).
@@ -70,6 +73,7 @@ impl Default for Setup {
             socket_group: None,
             warmup: None,
             watch_interval: None,
+            resync_interval: None,
             watch_history: None,
             command_metrics: false,
             policy_lines: String::new(),
@@ -113,7 +117,7 @@ listen = "127.0.0.1:{metrics_port}"
 [containers]
 runtimes = [{runtimes}]
 cgroups = [{cgroups}]
-resync_interval = "1s"
+resync_interval = "{resync}"
 [policy]
 default = "{policy}"
 {policy_lines}
@@ -149,6 +153,7 @@ allow_command_metrics = {command_metrics}
                 .map(|g| format!("socket_group = \"{g}\""))
                 .unwrap_or_default(),
             warmup = setup.warmup.as_deref().unwrap_or("200ms"),
+            resync = setup.resync_interval.as_deref().unwrap_or("1s"),
             watch_history = setup
                 .watch_history
                 .map(|n| format!("watch_history = {n}"))
@@ -485,5 +490,7 @@ pub fn watched_under_model(
         }),
         metric: Some(metric),
         updated_unix_ms: 0,
+        on_override: None,
+        overridden: None,
     }
 }

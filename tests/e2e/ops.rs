@@ -180,6 +180,8 @@ fn metrics_pass_promtool_and_follow_the_containers() {
         "placed_build_info{",
         "process_open_fds ",
         "placed_errors_total{kind=\"enact\"} 0",
+        "placed_placement_overrides_total{action=\"gave_up\"} 0",
+        "placed_container_overrides_total{container=\"c1\",runtime=\"cgroup\",policy=\"observe\"} 0",
     ] {
         assert!(text.contains(family), "{family} missing:\n{text}");
     }

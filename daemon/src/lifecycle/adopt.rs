@@ -4,11 +4,12 @@
 //! was moving when it died is thawed if the move froze it, and settled on one whole cpuset:
 //! the target if the kernel already holds it, else back to where it came from. One it had
 //! taken elsewhere for an on-demand prediction goes back. Containers that stopped meanwhile
-//! are forgotten.
+//! are forgotten. One whose cpuset was changed outside placed meanwhile is handled by its
+//! override policy before its task starts, as the reconciliation handles it at run time.
 
 use std::sync::Arc;
 
-use crate::state::{Assigned, ContainerRecord, Cpuset, Lifecycle};
+use crate::state::{ContainerRecord, Cpuset, Lifecycle};
 use placed_core::fault::Fault;
 use placed_host::containers::Container;
 use placed_host::migrate::Mode;
@@ -54,6 +55,7 @@ pub(super) async fn restore(shared: &Arc<Shared>) -> Result<(), StartError> {
             state: rec.state,
             placement: rec.assigned.as_ref().and_then(|a| a.placement.clone()),
             message: format!("adopted from the state file: {note}"),
+            cpuset_override: None,
         });
         let id = rec.id.clone();
         records.push(rec.clone());
@@ -72,7 +74,11 @@ pub(super) async fn restore(shared: &Arc<Shared>) -> Result<(), StartError> {
         tracing::error!(error = %e.line(), "cannot write the state file after adoption; serving from memory");
     }
     for id in adopted {
-        task::spawn(Handle::new(shared.clone(), id));
+        let handle = Handle::new(shared.clone(), id);
+        if let Err(e) = super::reconcile::check(&handle).await {
+            tracing::warn!(container = %handle.id, error = %e.line(), "checking its cpuset at start failed");
+        }
+        task::spawn(handle);
     }
     Ok(())
 }
@@ -150,21 +156,8 @@ fn settle(
             )),
         }
     }
-    // Where is it really? The record follows the host, never the other way round.
-    if let (Some(a), Ok(now)) = (&rec.assigned, cgroups.cpuset(&container.cgroup)) {
-        if now.effective_cpus != a.cpus || now.effective_mems != a.mems {
-            notes.push(format!(
-                "its cpuset changed outside placed (cpus {}, mems {}); left as it is",
-                now.effective_cpus, now.effective_mems
-            ));
-            rec.assigned = Some(Assigned {
-                placement: None,
-                units: Vec::new(),
-                cpus: now.effective_cpus,
-                mems: now.effective_mems,
-            });
-        }
-    }
+    // A cpuset changed outside placed while it was down is the reconciliation's to find
+    // and handle (restore checks every adopted container before its task starts).
     rec.state = match rec.state {
         // Interrupted evaluations start again; everything else stays where it is.
         Lifecycle::Baseline | Lifecycle::Probe | Lifecycle::Predicted => Lifecycle::Discovered,

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crate::state::{Lifecycle, PredictionRecord, VcpuSource};
 use placed_core::policy::{self, Policy, Situation};
+use placed_core::reconcile::OnOverride;
 use placed_host::migrate::Mode;
 use placed_host::observe::{PushedError, SourceSpec};
 
@@ -20,9 +21,10 @@ use super::{
     ContainerView, Daemon, ManageRequest, PlaceOutcome, PlaceTarget, Recommendation, StatusView,
 };
 
-fn view(e: &Entry) -> ContainerView {
+fn view(e: &Entry, default: OnOverride) -> ContainerView {
     ContainerView {
         record: e.record.clone(),
+        on_override: e.record.on_override.unwrap_or(default),
         doing: if e.op.try_lock().is_err() {
             e.doing.as_ref().map(|(d, _)| d.clone())
         } else {
@@ -40,13 +42,24 @@ impl Daemon {
         self.shared.placements(v)
     }
 
+    /// The override policy of containers that set none.
+    fn on_override_default(&self) -> OnOverride {
+        self.shared.config().policy.on_override
+    }
+
     pub fn containers(&self) -> Vec<ContainerView> {
-        self.shared.registry().entries.values().map(view).collect()
+        let default = self.on_override_default();
+        self.shared
+            .registry()
+            .entries
+            .values()
+            .map(|e| view(e, default))
+            .collect()
     }
 
     pub fn container(&self, reference: &str) -> Result<ContainerView, DaemonError> {
         let handle = self.shared.find(reference)?;
-        handle.with(|e| view(e))
+        handle.with(|e| view(e, self.on_override_default()))
     }
 
     /// Takes a container under management, or changes its settings.
@@ -78,7 +91,7 @@ impl Daemon {
                 self.check_pinned(req.policy.as_ref(), v)?;
                 match Handle::register(&self.shared, container, Some(&req)).await? {
                     // Registered with the requested settings before its task started.
-                    Registered::New(h) => return h.with(|e| view(e)),
+                    Registered::New(h) => return h.with(|e| view(e, self.on_override_default())),
                     // Discovery got there first: change its settings like any other's.
                     Registered::Known(h) => h,
                 }
@@ -97,7 +110,7 @@ impl Daemon {
         let saved = self.shared.persist().await;
         drop(guard);
         saved?;
-        handle.with(|e| view(e))
+        handle.with(|e| view(e, self.on_override_default()))
     }
 
     /// What `manage` refuses before touching anything.
@@ -290,6 +303,9 @@ fn apply_settings(entry: &mut Entry, req: &ManageRequest) {
     if let Some(p) = req.policy.clone() {
         entry.record.policy = p;
     }
+    if let Some(o) = req.on_override {
+        entry.record.on_override = Some(o);
+    }
     if let Some(m) = &req.metric {
         // The same spec again keeps the source, and with it a pushed metric's reporter:
         // dropping that would refuse every later sample (an idempotent Manage must not).
@@ -306,6 +322,8 @@ fn apply_settings(entry: &mut Entry, req: &ManageRequest) {
         );
     if changed {
         entry.settings += 1;
+        // New settings place it anew, from where it really is.
+        super::reconcile::release(entry);
     }
     if changed || matches!(entry.record.state, Lifecycle::Waiting | Lifecycle::Failed) {
         entry.record.state = Lifecycle::Discovered;

@@ -137,6 +137,8 @@ impl Handle {
         mode: Option<Mode>,
     ) -> Result<PlaceOutcome, DaemonError> {
         let guard = self.try_begin("placing")?;
+        // An order ends what an override held, from where the container really is.
+        self.with(super::reconcile::release)?;
         let rec = self.record()?;
         let policy = match &target {
             PlaceTarget::Policy(p) => p.clone(),

@@ -3,13 +3,11 @@
 //! a fraction of a second), and the whole tree is listed again every `resync_interval` in
 //! case an event was missed or a runtime nests deeper than the watched directories.
 
-use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
-use tokio::io::unix::AsyncFd;
+use nix::sys::inotify::AddWatchFlags;
 
 use crate::state::Lifecycle;
 use placed_core::fault::Fault;
@@ -18,6 +16,7 @@ use placed_host::containers::Container;
 
 use super::events::{Event, EventKind, now_ms};
 use super::handle::Handle;
+use super::inotify::Notifier;
 use super::shared::Shared;
 
 /// Changes arriving within this window are handled by one resync.
@@ -113,6 +112,8 @@ pub(super) async fn resync(shared: &Arc<Shared>) {
             forget(shared, &id).await;
         }
     }
+    // And be where placed put it: the fallback for what the cpuset watches missed.
+    super::reconcile::check_all(shared);
 }
 
 /// The containers discovery manages on its own: those of the configured runtimes, and the
@@ -158,6 +159,7 @@ pub(super) async fn forget(shared: &Arc<Shared>, id: &str) {
         return;
     };
     entry.cancel.cancel();
+    shared.watch_list.notify_one();
     // Its units are free again: aggressive containers may share them.
     if entry
         .record
@@ -175,6 +177,7 @@ pub(super) async fn forget(shared: &Arc<Shared>, id: &str) {
         state: Lifecycle::Discovered,
         placement: None,
         message: format!("{} vanished; forgotten", entry.record.name),
+        cpuset_override: None,
     });
     if let Err(e) = shared.persist().await {
         tracing::error!(error = %e.line(), "cannot write the state file");
@@ -184,13 +187,12 @@ pub(super) async fn forget(shared: &Arc<Shared>, id: &str) {
 /// inotify on the directories containers appear in. Without inotify (or with too many
 /// watches), discovery falls back to the periodic resync alone.
 struct Watcher {
-    fd: Option<AsyncFd<InotifyFd>>,
+    notifier: Option<Notifier>,
 }
 
 impl Watcher {
     fn new(shared: &Shared) -> Self {
-        let fd = (|| {
-            let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok()?;
+        let notifier = Notifier::new().filter(|n| {
             let root = shared.host.cgroups().root().to_path_buf();
             let mut dirs: Vec<PathBuf> = vec![root.clone()];
             // Where the runtimes put containers, on v1 (per-controller) and v2 alike.
@@ -214,44 +216,25 @@ impl Watcher {
                 AddWatchFlags::IN_CREATE | AddWatchFlags::IN_DELETE | AddWatchFlags::IN_ONLYDIR;
             let mut any = false;
             for d in dirs.iter().filter(|d| d.is_dir()) {
-                any |= inotify.add_watch(d.as_path(), flags).is_ok();
+                any |= n.watch(d, flags).is_some();
             }
-            if !any {
-                return None;
-            }
-            // SAFETY: InotifyFd owns the inotify descriptor (an OwnedFd inside nix's Inotify),
-            // so it stays open and the same for as long as the AsyncFd holds it, and
-            // as_raw_fd always returns that one descriptor.
-            unsafe { AsyncFd::register(InotifyFd(inotify)) }.ok()
-        })();
-        if fd.is_none() {
+            any
+        });
+        if notifier.is_none() {
             tracing::warn!(
                 "no inotify on the cgroup tree: containers are found by periodic resync only"
             );
         }
-        Self { fd }
+        Self { notifier }
     }
 
     /// Resolves when something changed in a watched directory.
     async fn changed(&mut self) {
-        let Some(fd) = &self.fd else {
-            return std::future::pending().await;
-        };
-        loop {
-            let Ok(mut guard) = fd.readable().await else {
-                return std::future::pending().await;
-            };
-            match guard.try_io(|shared| {
-                shared
-                    .get_ref()
-                    .0
-                    .read_events()
-                    .map_err(std::io::Error::from)
-            }) {
-                Ok(Ok(events)) if !events.is_empty() => return,
-                Ok(_) => continue,
-                Err(_would_block) => continue,
+        match &self.notifier {
+            Some(n) => {
+                n.next().await;
             }
+            None => std::future::pending().await,
         }
     }
 }
@@ -259,16 +242,7 @@ impl Watcher {
 impl std::fmt::Debug for Watcher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Watcher")
-            .field("inotify", &self.fd.is_some())
+            .field("inotify", &self.notifier.is_some())
             .finish()
-    }
-}
-
-/// AsyncFd wants `AsRawFd`; nix's Inotify offers `AsFd`.
-struct InotifyFd(Inotify);
-
-impl std::os::fd::AsRawFd for InotifyFd {
-    fn as_raw_fd(&self) -> std::os::fd::RawFd {
-        self.0.as_fd().as_raw_fd()
     }
 }

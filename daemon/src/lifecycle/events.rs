@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde::Serialize;
 use tokio::sync::broadcast;
 
-use crate::state::Lifecycle;
+use crate::state::{Lifecycle, OverrideRecord};
 
 /// Events kept for resuming watchers unless `grpc.watch_history` says otherwise.
 pub const DEFAULT_HISTORY: usize = 1024;
@@ -26,6 +26,8 @@ pub enum EventKind {
     MigrationFinished,
     Vanished,
     Error,
+    /// The container's cpuset was changed outside placed.
+    Overridden,
 }
 
 /// One event about one container.
@@ -37,6 +39,8 @@ pub struct Event {
     pub state: Lifecycle,
     pub placement: Option<String>,
     pub message: String,
+    /// An `Overridden` event's cpusets, expected and found, and what the daemon did.
+    pub cpuset_override: Option<OverrideRecord>,
 }
 
 /// An event with its place in the daemon's sequence.
@@ -197,6 +201,7 @@ mod tests {
             state: Lifecycle::Watched,
             placement: None,
             message: String::new(),
+            cpuset_override: None,
         }
     }
 

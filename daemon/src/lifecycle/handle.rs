@@ -100,6 +100,7 @@ impl Handle {
             state,
             placement,
             message,
+            cpuset_override: None,
         });
     }
 
@@ -203,6 +204,8 @@ impl Handle {
             metric,
             prediction: None,
             updated_unix_ms: now_ms(),
+            on_override: settings.and_then(|s| s.on_override),
+            overridden: None,
         };
         let handle = Handle::new(shared.clone(), id.clone());
         {
@@ -213,6 +216,7 @@ impl Handle {
             let entry = shared.new_entry(record, container);
             reg.entries.insert(id, entry);
         }
+        shared.watch_list.notify_one();
         handle.event(
             EventKind::Discovered,
             Lifecycle::Discovered,

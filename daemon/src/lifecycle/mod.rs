@@ -19,6 +19,9 @@
 //! - `moving`: moving a container, journalled in the state file so a crash is settled.
 //! - `adopt`: settling what a previous run left (thaw, finish or undo a migration).
 //! - `discovery`: the cgroup tree watched (inotify) and listed again periodically.
+//! - `reconcile`: cpusets changed outside placed, noticed (inotify on the cpuset files, and
+//!   at every resync) and handled by the container's override policy.
+//! - `inotify`: the inotify instance discovery and reconciliation share the code of.
 //! - `registry`: the managed containers in memory; one operation per container at a time.
 //! - `models`: the model files, by machine class and vCPU count.
 //! - [`events`]: what `Watch` streams and the logs show.
@@ -36,8 +39,10 @@ pub mod error;
 mod evaluate;
 pub mod events;
 mod handle;
+mod inotify;
 mod models;
 mod moving;
+mod reconcile;
 mod registry;
 mod shared;
 mod task;
@@ -51,6 +56,7 @@ use crate::telemetry::Metrics;
 use placed_core::cpuset::{CpuSet, NodeSet};
 use placed_core::machine::{Machine, TopologySource};
 use placed_core::policy::{self, Policy};
+use placed_core::reconcile::OnOverride;
 use placed_host::enact::Host;
 use placed_host::migrate::{HOLD_ENV, HoldPoint, Mode, ModeKind};
 use placed_host::observe::SourceSpec;
@@ -149,6 +155,8 @@ impl Environment {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ContainerView {
     pub record: ContainerRecord,
+    /// Its override policy in force: its own, else the configured default.
+    pub on_override: OnOverride,
     /// The operation in progress, if any.
     pub doing: Option<String>,
 }
@@ -160,6 +168,7 @@ pub struct ManageRequest {
     pub vcpus: Option<usize>,
     pub policy: Option<Policy>,
     pub metric: Option<SourceSpec>,
+    pub on_override: Option<OnOverride>,
 }
 
 /// Where `Place` puts a container.
@@ -240,6 +249,7 @@ impl Daemon {
         });
         adopt::restore(&shared).await?;
         shared.update_gauges();
+        reconcile::start(&shared);
         discovery::start(&shared);
         Ok(Self { shared })
     }

@@ -251,8 +251,12 @@ impl Handle {
         let sharer = self.with(|e| {
             e.record.assigned = Some(to.clone());
             e.record.migration = None;
+            // Placed again: an earlier change from outside no longer describes it.
+            e.record.overridden = None;
             matches!(e.record.policy, Policy::Aggressive)
         })?;
+        // On v2 the container's cpuset files may exist only from this move on.
+        self.shared.watch_list.notify_one();
         // What nobody holds changed: aggressive containers share it anew (and leave units
         // this one now holds).
         if !sharer {

@@ -36,6 +36,11 @@ pub struct Entry {
     /// Bumped whenever the container's settings (vCPUs, policy, metric) change: a result
     /// computed from older settings (a prediction for the old v) is stale and discarded.
     pub settings: u64,
+    /// When placed last wrote its placement back after outside changes (the write-back
+    /// limit counts them); cleared when it is placed again.
+    pub reasserts: Vec<tokio::time::Instant>,
+    /// A check of its cpuset is queued or running: a second is not started.
+    pub check_pending: bool,
 }
 
 /// Held while an operation runs.
@@ -193,6 +198,8 @@ mod tests {
                 metric: None,
                 prediction: None,
                 updated_unix_ms: 0,
+                on_override: None,
+                overridden: None,
             },
             container: Container {
                 runtime: Runtime::Cgroup,
@@ -207,6 +214,8 @@ mod tests {
             cancel: CancellationToken::new(),
             wake: Arc::new(Notify::new()),
             settings: 0,
+            reasserts: Vec::new(),
+            check_pending: false,
         }
     }
 

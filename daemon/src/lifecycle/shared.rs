@@ -63,6 +63,9 @@ pub(crate) struct Shared {
     pub warnings: Mutex<Vec<String>>,
     /// Tests only: where migrations wait ([`HoldPoint`]).
     pub migration_hold: Option<HoldPoint>,
+    /// The managed containers, or where their cpuset files are, changed: the cpuset
+    /// watches are brought up to date.
+    pub watch_list: Notify,
 }
 
 /// The user command metrics run as, looked up once at start; `None` when they are off.
@@ -123,6 +126,7 @@ impl Shared {
             migration_bytes_per_s: Mutex::new(DEFAULT_MIGRATION_BYTES_PER_S),
             warnings: Mutex::new(warnings),
             migration_hold: env.migration_hold,
+            watch_list: Notify::new(),
         }))
     }
 
@@ -413,6 +417,8 @@ impl Shared {
             cancel: self.cancel.child_token(),
             wake: Arc::new(Notify::new()),
             settings: 0,
+            reasserts: Vec::new(),
+            check_pending: false,
         }
     }
 }

@@ -106,6 +106,11 @@ async fn step(handle: &Handle, source: &mut MetricSlot) -> Result<Next, DaemonEr
     if matches!(rec.metric, Some(SourceSpec::Pushed { .. })) {
         source.ensure(handle, &rec).await?;
     }
+    // Its cpuset was adopted from, or lost to, another controller: not moved until placed
+    // again (docs/daemon.md, "Placements changed outside placed").
+    if rec.held() {
+        return Ok(Next::Idle);
+    }
     match rec.state {
         Lifecycle::Watched if matches!(rec.policy, Policy::Aggressive) => {
             // Woken because the units nobody holds changed: share what is free now.

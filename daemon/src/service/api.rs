@@ -224,12 +224,15 @@ impl Api {
             Some(m) => convert::metric_from_pb(m)?,
             None => None,
         };
+        let on_override = placed_proto::convert::on_override_from_pb(r.on_override)
+            .map_err(Status::invalid_argument)?;
         let view = daemon
             .manage(ManageRequest {
                 container: r.container,
                 vcpus: (r.vcpus > 0).then_some(r.vcpus as usize),
                 policy,
                 metric,
+                on_override,
             })
             .await
             .map_err(status_of)?;

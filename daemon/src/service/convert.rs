@@ -9,7 +9,7 @@ use tonic::Status;
 
 use crate::lifecycle::ContainerView;
 use crate::lifecycle::events::{EventKind, Sequenced};
-use crate::state::{Lifecycle, PredictionRecord, VcpuSource};
+use crate::state::{Lifecycle, OverrideRecord, PredictionRecord, VcpuSource};
 
 pub fn state(s: Lifecycle) -> pb::ContainerState {
     placed_proto::convert::state_to_pb(s)
@@ -97,6 +97,27 @@ pub fn container(v: &ContainerView) -> pb::Container {
             .unwrap_or_default(),
         update_time: Some(timestamp(r.updated_unix_ms)),
         metric: r.metric.as_ref().map(metric_to_pb),
+        on_override: r
+            .on_override
+            .map_or(pb::OnOverride::Unspecified, on_override) as i32,
+        effective_on_override: on_override(v.on_override) as i32,
+        cpuset_override: r.overridden.as_ref().map(cpuset_override),
+    }
+}
+
+fn on_override(o: placed_core::reconcile::OnOverride) -> pb::OnOverride {
+    placed_proto::convert::on_override_to_pb(o)
+}
+
+/// An override as the API shows it, on a container and on its event.
+pub fn cpuset_override(o: &OverrideRecord) -> pb::CpusetOverride {
+    pb::CpusetOverride {
+        expected_cpus: o.expected.cpus.to_string(),
+        expected_mems: o.expected.mems.to_string(),
+        found_cpus: o.found.cpus.to_string(),
+        found_mems: o.found.mems.to_string(),
+        action: placed_proto::convert::override_action_to_pb(o.action) as i32,
+        time: Some(timestamp(o.unix_ms)),
     }
 }
 
@@ -156,10 +177,12 @@ pub fn event(s: &Sequenced) -> pb::WatchResponse {
             EventKind::MigrationFinished => pb::EventKind::MigrationFinished,
             EventKind::Vanished => pb::EventKind::Vanished,
             EventKind::Error => pb::EventKind::Error,
+            EventKind::Overridden => pb::EventKind::Overridden,
         } as i32,
         state: state(e.state) as i32,
         placement_id: e.placement.clone().unwrap_or_default(),
         message: e.message.clone(),
+        cpuset_override: e.cpuset_override.as_ref().map(cpuset_override),
     }
 }
 

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use placed_core::cpuset::{CpuSet, NodeSet};
 use placed_core::policy::Policy;
+use placed_core::reconcile::{Action, OnOverride};
 use placed_host::observe::SourceSpec;
 
 pub use lock::StateLock;
@@ -33,12 +34,21 @@ pub struct State {
     pub containers: Vec<ContainerRecord>,
 }
 
-/// Where a container's tasks may run.
+/// Where a container's tasks may run (the same two sets the reconciliation compares).
+pub type Cpuset = placed_core::reconcile::Sets;
+
+/// The last change of a container's cpuset made outside placed, and what placed did about
+/// it. Kept until placed places the container again (or finds it back where it was put);
+/// while its action holds the container, the lifecycle does not move it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Cpuset {
-    pub cpus: CpuSet,
-    pub mems: NodeSet,
+pub struct OverrideRecord {
+    /// What placed had enacted.
+    pub expected: Cpuset,
+    /// What the kernel held instead.
+    pub found: Cpuset,
+    pub action: Action,
+    pub unix_ms: i64,
 }
 
 /// A placement a container was given.
@@ -183,4 +193,19 @@ pub struct ContainerRecord {
     pub metric: Option<SourceSpec>,
     pub prediction: Option<PredictionRecord>,
     pub updated_unix_ms: i64,
+    /// What to do when its cpuset is changed outside placed; `None` follows
+    /// `policy.on_override`. Absent in state files from before reconciliation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_override: Option<OnOverride>,
+    /// The last change of its cpuset made outside placed, while it matters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overridden: Option<OverrideRecord>,
+}
+
+impl ContainerRecord {
+    /// Whether an override holds the container where it is: the lifecycle does not move it
+    /// until it is placed again.
+    pub fn held(&self) -> bool {
+        self.overridden.as_ref().is_some_and(|o| o.action.holds())
+    }
 }

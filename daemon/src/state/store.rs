@@ -264,6 +264,8 @@ mod tests {
                 metric: Some(placed_host::observe::SourceSpec::Pushed { counter: false }),
                 prediction: None,
                 updated_unix_ms: 1_700_000_000_000,
+                on_override: None,
+                overridden: None,
             }],
         }
     }

@@ -99,6 +99,10 @@ fn record(rec: &ContainerRecord, machine: &Machine, mems: &NodeSet) -> Result<()
         cpuset("migration.from", &m.from, machine, mems)?;
         assigned("migration.to", &m.to, machine, mems)?;
     }
+    if let Some(o) = &rec.overridden {
+        cpuset("overridden.expected", &o.expected, machine, mems)?;
+        cpuset("overridden.found", &o.found, machine, mems)?;
+    }
     Ok(())
 }
 
@@ -207,6 +211,8 @@ mod tests {
                 metric: None,
                 prediction: None,
                 updated_unix_ms: 0,
+                on_override: None,
+                overridden: None,
             }],
         }
     }

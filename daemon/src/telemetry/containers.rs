@@ -86,6 +86,8 @@ pub struct PerContainer {
     observed: Mutex<HashMap<String, f64>>,
     /// Completed moves and the bytes they moved, by container id.
     moves: Mutex<HashMap<String, (u64, u64)>>,
+    /// Changes of the cpuset made outside placed, by container id.
+    overrides: Mutex<HashMap<String, u64>>,
 }
 
 impl std::fmt::Debug for PerContainer {
@@ -116,6 +118,11 @@ impl PerContainer {
         e.1 += bytes;
     }
 
+    /// Container `id`'s cpuset was found changed outside placed.
+    pub fn overridden(&self, id: &str) {
+        *lock(&self.overrides).entry(id.to_owned()).or_default() += 1;
+    }
+
     fn views(&self) -> Vec<View> {
         let source = self
             .source
@@ -126,6 +133,7 @@ impl PerContainer {
         // Forget what the daemon no longer manages.
         lock(&self.observed).retain(|id, _| views.iter().any(|v| v.id == *id));
         lock(&self.moves).retain(|id, _| views.iter().any(|v| v.id == *id));
+        lock(&self.overrides).retain(|id, _| views.iter().any(|v| v.id == *id));
         views
     }
 }
@@ -183,6 +191,7 @@ fn families(per: &PerContainer) -> Vec<FamilyOut<'static>> {
     let views = per.views();
     let observed = lock(&per.observed).clone();
     let moves = lock(&per.moves).clone();
+    let overrides = lock(&per.overrides).clone();
     let each = |f: &dyn Fn(&View) -> Option<f64>| -> Vec<(Labels, f64)> {
         views
             .iter()
@@ -254,6 +263,12 @@ fn families(per: &PerContainer) -> Vec<FamilyOut<'static>> {
             help: "Bytes of the container's memory moved between NUMA nodes",
             counter: true,
             samples: each(&|v| Some(moves.get(&v.id).map_or(0.0, |m| m.1 as f64))),
+        },
+        FamilyOut {
+            name: "container_overrides",
+            help: "Changes of the container's cpuset made outside placed (systemd, kubelet, docker update) that placed noticed",
+            counter: true,
+            samples: each(&|v| Some(overrides.get(&v.id).copied().unwrap_or(0) as f64)),
         },
     ]
 }

@@ -61,6 +61,13 @@ pub struct KindLabel {
     pub kind: String,
 }
 
+/// What the daemon did about a cpuset changed outside it, as the `action` label of
+/// `placed_placement_overrides_total` (`placed_core::reconcile::Action`'s names).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ActionLabel {
+    pub action: String,
+}
+
 /// Every metric the daemon exports. `tests/e2e` checks each is exported.
 #[derive(Debug)]
 pub struct Metrics {
@@ -75,6 +82,9 @@ pub struct Metrics {
     /// container's task failed a step), `observe`, `enact`, `state`, `discovery`.
     pub errors: Family<KindLabel, Counter>,
     pub metric_samples: Counter,
+    /// Cpusets found changed outside placed, by what the daemon did (`reasserted`,
+    /// `adopted`, `left`, `gave_up`).
+    pub overrides: Family<ActionLabel, Counter>,
     /// Per-container families, read from the daemon at each scrape.
     pub per_container: Arc<containers::PerContainer>,
 }
@@ -110,6 +120,7 @@ impl Default for Metrics {
         let migration_seconds = Histogram::new(exponential_buckets(0.01, 2.0, 14));
         let errors = Family::<KindLabel, Counter>::default();
         let metric_samples = Counter::default();
+        let overrides = Family::<ActionLabel, Counter>::default();
         registry.register(
             "containers",
             "Containers per lifecycle state",
@@ -137,6 +148,16 @@ impl Default for Metrics {
             "Performance samples received over ReportMetric",
             metric_samples.clone(),
         );
+        registry.register(
+            "placement_overrides",
+            "Managed containers' cpusets found changed outside placed, by what the daemon did",
+            overrides.clone(),
+        );
+        for action in placed_core::reconcile::Action::ALL {
+            let _zero = overrides.get_or_create(&ActionLabel {
+                action: action.name().into(),
+            });
+        }
         for state in Lifecycle::ALL {
             let _zero = containers.get_or_create(&StateLabel {
                 state: state.name().into(),
@@ -157,6 +178,7 @@ impl Default for Metrics {
             migration_seconds,
             errors,
             metric_samples,
+            overrides,
             per_container,
         }
     }

@@ -48,6 +48,8 @@ fn moving(name: &str, frozen: bool, resume: Option<Assigned>) -> ContainerRecord
         metric: None,
         prediction: None,
         updated_unix_ms: 0,
+        on_override: None,
+        overridden: None,
     }
 }
 

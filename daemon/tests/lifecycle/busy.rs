@@ -26,6 +26,7 @@ async fn run(d: &placed::lifecycle::Daemon, c: Command, name: &str) -> Result<()
                 vcpus: Some(2),
                 policy: None,
                 metric: pushed(),
+                on_override: None,
             })
             .await
             .map(drop),

@@ -66,6 +66,8 @@ fn watched(name: &str, p: &Placement) -> ContainerRecord {
         }),
         metric: pushed(),
         updated_unix_ms: 0,
+        on_override: None,
+        overridden: None,
     }
 }
 

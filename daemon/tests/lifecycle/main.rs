@@ -13,6 +13,7 @@ mod adopt;
 mod backoff;
 mod busy;
 mod drift;
+mod reconcile;
 mod settings;
 mod sharing;
 mod vanish;

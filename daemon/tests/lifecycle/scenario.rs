@@ -28,6 +28,7 @@ use placed_core::cpuset::{CpuSet, NodeSet};
 use placed_core::machine::{Machine, TopologySource};
 use placed_core::placement::{PlacementSet, important_placements};
 use placed_core::policy::Policy;
+use placed_core::reconcile::OnOverride;
 use placed_host::cgroup::{CgroupPath, Version};
 use placed_host::kernel::fake::FakeKernel;
 use placed_host::observe::SourceSpec;
@@ -306,15 +307,36 @@ pub fn pushed() -> Option<SourceSpec> {
 impl Running {
     /// Takes `/ctr/<name>` under management with `v` vCPUs, `policy` and a pushed metric.
     pub async fn manage(&self, name: &str, v: usize, policy: Policy) -> ContainerView {
+        self.manage_overridden(name, v, policy, None).await
+    }
+
+    /// As [`Running::manage`], with an override policy of its own (`None`: the default).
+    pub async fn manage_overridden(
+        &self,
+        name: &str,
+        v: usize,
+        policy: Policy,
+        on_override: Option<OnOverride>,
+    ) -> ContainerView {
         self.daemon
             .manage(ManageRequest {
                 container: cg(name),
                 vcpus: Some(v),
                 policy: Some(policy),
                 metric: pushed(),
+                on_override,
             })
             .await
             .expect("manage")
+    }
+
+    /// Rewrites `/ctr/<name>`'s cpuset behind the daemon's back, as systemd or
+    /// `docker update` would: plain writes of `cpuset.cpus` and `cpuset.mems`.
+    pub fn rewrite(&self, name: &str, cpus: &CpuSet, mems: &NodeSet) {
+        let path = CgroupPath::parse(&cg(name)).unwrap();
+        let cgroups = self.kernel.cgroups();
+        cgroups.set_cpus(&path, cpus).unwrap();
+        cgroups.set_mems(&path, mems).unwrap();
     }
 
     /// Pushes `value` for `/ctr/<name>` every 100 ms from now on (refusals, before the

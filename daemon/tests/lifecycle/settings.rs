@@ -35,6 +35,7 @@ async fn a_new_vcpu_count_discards_the_prediction_and_evaluates_again() {
                 vcpus: Some(to),
                 policy: None,
                 metric: pushed(),
+                on_override: None,
             })
             .await
             .expect("served between steps");

@@ -150,7 +150,11 @@ pub fn render_containers(cs: &[pb::Container]) -> String {
             },
             c.cpus.clone(),
             c.mems.clone(),
-            c.detail.clone(),
+            match c.cpuset_override.as_ref().map(override_line) {
+                Some(o) if c.detail.is_empty() => o,
+                Some(o) => format!("{o}; {}", c.detail),
+                None => c.detail.clone(),
+            },
         ]);
     }
     t.render("")
@@ -166,6 +170,51 @@ pub fn container_json(c: &pb::Container) -> Value {
         "cpus": c.cpus, "mems": c.mems, "units": c.units, "model_id": c.model_id,
         "metric": c.metric.as_ref().map_or(Value::Null, crate::metric::json),
         "updated_unix_ms": unix_ms(c.update_time.as_ref()),
+        "on_override": on_override_name(c.effective_on_override),
+        "on_override_default": c.on_override == pb::OnOverride::Unspecified as i32,
+        "cpuset_override": c.cpuset_override.as_ref().map_or(Value::Null, override_json),
+    })
+}
+
+fn on_override_name(o: i32) -> &'static str {
+    match pb::OnOverride::try_from(o) {
+        Ok(pb::OnOverride::Reassert) => "reassert",
+        Ok(pb::OnOverride::Adopt) => "adopt",
+        Ok(pb::OnOverride::Leave) => "leave",
+        Ok(pb::OnOverride::Unspecified) | Err(_) => "unknown",
+    }
+}
+
+fn override_action_name(a: i32) -> &'static str {
+    match pb::OverrideAction::try_from(a) {
+        Ok(pb::OverrideAction::Reasserted) => "reasserted",
+        Ok(pb::OverrideAction::Adopted) => "adopted",
+        Ok(pb::OverrideAction::Left) => "left",
+        Ok(pb::OverrideAction::GaveUp) => "gave_up",
+        Ok(pb::OverrideAction::Unspecified) | Err(_) => "unknown",
+    }
+}
+
+/// An override in the containers table's detail: where placed put it, where it was found,
+/// and what the daemon did.
+fn override_line(o: &pb::CpusetOverride) -> String {
+    format!(
+        "OVERRIDDEN at {}: found cpus {} mems {}, placed had cpus {} mems {}; {}",
+        rfc3339(o.time.as_ref()),
+        o.found_cpus,
+        o.found_mems,
+        o.expected_cpus,
+        o.expected_mems,
+        override_action_name(o.action).replace('_', " ")
+    )
+}
+
+fn override_json(o: &pb::CpusetOverride) -> Value {
+    json!({
+        "expected_cpus": o.expected_cpus, "expected_mems": o.expected_mems,
+        "found_cpus": o.found_cpus, "found_mems": o.found_mems,
+        "action": override_action_name(o.action),
+        "unix_ms": unix_ms(o.time.as_ref()),
     })
 }
 
@@ -422,6 +471,7 @@ fn kind_name(k: i32) -> &'static str {
         Ok(pb::EventKind::MigrationFinished) => "migration-finished",
         Ok(pb::EventKind::Vanished) => "vanished",
         Ok(pb::EventKind::Error) => "error",
+        Ok(pb::EventKind::Overridden) => "overridden",
         _ => "unknown",
     }
 }
@@ -452,6 +502,7 @@ pub fn event_json(e: &pb::WatchResponse) -> Value {
         "state": state_name(e.state),
         "placement": if e.placement_id.is_empty() { Value::Null } else { json!(e.placement_id) },
         "message": e.message,
+        "cpuset_override": e.cpuset_override.as_ref().map_or(Value::Null, override_json),
     })
 }
 
@@ -485,6 +536,41 @@ mod tests {
         // Its own policy applied: nothing changes, nothing to say.
         assert!(!render_place(&response(), None).contains("policy"));
         assert!(place_json(&response(), None)["policy"].is_null());
+    }
+
+    #[test]
+    fn an_overridden_container_says_so_in_the_table_and_in_json() {
+        let c = pb::Container {
+            name: "web".into(),
+            cpus: "0-3".into(),
+            mems: "0".into(),
+            detail: "placed by smart-aggressive".into(),
+            effective_on_override: pb::OnOverride::Adopt as i32,
+            cpuset_override: Some(pb::CpusetOverride {
+                expected_cpus: "0-3".into(),
+                expected_mems: "0".into(),
+                found_cpus: "0-7".into(),
+                found_mems: "0-1".into(),
+                action: pb::OverrideAction::GaveUp as i32,
+                time: Some(prost_types::Timestamp {
+                    seconds: 1_795_508_243,
+                    nanos: 0,
+                }),
+            }),
+            ..Default::default()
+        };
+        let text = render_containers(std::slice::from_ref(&c));
+        assert!(
+            text.contains("OVERRIDDEN at 2026-11-24T08:17:23.000Z: found cpus 0-7 mems 0-1, placed had cpus 0-3 mems 0; gave up; placed by smart-aggressive"),
+            "{text}"
+        );
+        let j = container_json(&c);
+        assert_eq!(j["on_override"], "adopt");
+        assert_eq!(j["on_override_default"], true);
+        assert_eq!(j["cpuset_override"]["action"], "gave_up");
+        assert_eq!(j["cpuset_override"]["found_mems"], "0-1");
+        let plain = container_json(&pb::Container::default());
+        assert!(plain["cpuset_override"].is_null(), "{plain}");
     }
 
     #[test]

@@ -191,6 +191,14 @@ def phase1(channel, stub, work):
             url="http://127.0.0.1:9/metrics", selector='ops{mode="cpu" job!="batch"}')))),
         "a selector missing a comma", "expected , or }")
 
+    say("== the override policy of a container")
+    r = stub.Manage(pb.ManageRequest(container=work["c2"], on_override=pb.ON_OVERRIDE_LEAVE))
+    check(r.container.on_override == pb.ON_OVERRIDE_LEAVE, "on_override stored")
+    check(r.container.effective_on_override == pb.ON_OVERRIDE_LEAVE, "and in force")
+    check(not r.container.HasField("cpuset_override"), "no override seen")
+    expect_error(grpc.StatusCode.INVALID_ARGUMENT, lambda: stub.Manage(pb.ManageRequest(
+        container=work["c2"], on_override=99)), "an unknown override policy", "99")
+
     say("== Watch, resumed after a reconnect")
     start = stub.ListContainers(pb.ListContainersRequest()).event_sequence
     c3 = work["c3"]

@@ -35,6 +35,7 @@ fn each_managed_container_has_its_series_until_it_is_unmanaged() {
         .set_source(move || source.lock().unwrap().clone());
     m.per_container.moved("/docker/a", 1 << 20);
     m.per_container.moved("/docker/a", 1 << 20);
+    m.per_container.overridden("/docker/a");
     let text = m.render(Format::Text);
     let web = r#"{container="web",runtime="docker",policy="model"}"#;
     assert_eq!(
@@ -51,6 +52,18 @@ fn each_managed_container_has_its_series_until_it_is_unmanaged() {
             &format!("placed_container_migration_bytes_total{web}")
         ),
         Some(2097152.0)
+    );
+    assert_eq!(
+        sample(&text, &format!("placed_container_overrides_total{web}")),
+        Some(1.0)
+    );
+    // At 0 for a container never overridden, from its first scrape on.
+    assert_eq!(
+        sample(
+            &text,
+            r#"placed_container_overrides_total{container="db",runtime="docker",policy="model"}"#
+        ),
+        Some(0.0)
     );
     assert_eq!(
         sample(
@@ -121,6 +134,8 @@ fn every_family_is_there_before_any_event() {
         "placed_container_prediction_error",
         "placed_container_migrations_total",
         "placed_container_migration_bytes_total",
+        "placed_container_overrides_total",
+        "placed_placement_overrides_total",
         "process_cpu_seconds_total",
         "process_resident_memory_bytes",
         "process_open_fds",
@@ -137,6 +152,19 @@ fn every_family_is_there_before_any_event() {
             sample(&text, &format!("placed_errors_total{{kind=\"{kind}\"}}")),
             Some(0.0),
             "{kind}"
+        );
+    }
+    for action in placed_core::reconcile::Action::ALL {
+        assert_eq!(
+            sample(
+                &text,
+                &format!(
+                    "placed_placement_overrides_total{{action=\"{}\"}}",
+                    action.name()
+                )
+            ),
+            Some(0.0),
+            "{action:?}"
         );
     }
     for outcome in ["ok", "failed", "rolled_back"] {

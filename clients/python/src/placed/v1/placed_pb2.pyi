@@ -70,6 +70,21 @@ class VcpuSource(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     VCPU_SOURCE_QUOTA: _ClassVar[VcpuSource]
     VCPU_SOURCE_CPUSET: _ClassVar[VcpuSource]
 
+class OnOverride(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ON_OVERRIDE_UNSPECIFIED: _ClassVar[OnOverride]
+    ON_OVERRIDE_REASSERT: _ClassVar[OnOverride]
+    ON_OVERRIDE_ADOPT: _ClassVar[OnOverride]
+    ON_OVERRIDE_LEAVE: _ClassVar[OnOverride]
+
+class OverrideAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    OVERRIDE_ACTION_UNSPECIFIED: _ClassVar[OverrideAction]
+    OVERRIDE_ACTION_REASSERTED: _ClassVar[OverrideAction]
+    OVERRIDE_ACTION_ADOPTED: _ClassVar[OverrideAction]
+    OVERRIDE_ACTION_LEFT: _ClassVar[OverrideAction]
+    OVERRIDE_ACTION_GAVE_UP: _ClassVar[OverrideAction]
+
 class PerfCounter(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     PERF_COUNTER_UNSPECIFIED: _ClassVar[PerfCounter]
@@ -100,6 +115,7 @@ class EventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     EVENT_KIND_MIGRATION_FINISHED: _ClassVar[EventKind]
     EVENT_KIND_VANISHED: _ClassVar[EventKind]
     EVENT_KIND_ERROR: _ClassVar[EventKind]
+    EVENT_KIND_OVERRIDDEN: _ClassVar[EventKind]
 CONCERN_SCOPE_UNSPECIFIED: ConcernScope
 CONCERN_SCOPE_UNIT: ConcernScope
 CONCERN_SCOPE_ABOVE: ConcernScope
@@ -141,6 +157,15 @@ VCPU_SOURCE_UNSPECIFIED: VcpuSource
 VCPU_SOURCE_REQUEST: VcpuSource
 VCPU_SOURCE_QUOTA: VcpuSource
 VCPU_SOURCE_CPUSET: VcpuSource
+ON_OVERRIDE_UNSPECIFIED: OnOverride
+ON_OVERRIDE_REASSERT: OnOverride
+ON_OVERRIDE_ADOPT: OnOverride
+ON_OVERRIDE_LEAVE: OnOverride
+OVERRIDE_ACTION_UNSPECIFIED: OverrideAction
+OVERRIDE_ACTION_REASSERTED: OverrideAction
+OVERRIDE_ACTION_ADOPTED: OverrideAction
+OVERRIDE_ACTION_LEFT: OverrideAction
+OVERRIDE_ACTION_GAVE_UP: OverrideAction
 PERF_COUNTER_UNSPECIFIED: PerfCounter
 PERF_COUNTER_INSTRUCTIONS: PerfCounter
 PERF_COUNTER_IPC: PerfCounter
@@ -160,6 +185,7 @@ EVENT_KIND_MIGRATION_STARTED: EventKind
 EVENT_KIND_MIGRATION_FINISHED: EventKind
 EVENT_KIND_VANISHED: EventKind
 EVENT_KIND_ERROR: EventKind
+EVENT_KIND_OVERRIDDEN: EventKind
 
 class GetMachineRequest(_message.Message):
     __slots__ = ()
@@ -280,7 +306,7 @@ class Policy(_message.Message):
     def __init__(self, kind: _Optional[_Union[PolicyKind, str]] = ..., goal: _Optional[float] = ..., placement_id: _Optional[str] = ...) -> None: ...
 
 class Container(_message.Message):
-    __slots__ = ("id", "name", "runtime", "cgroup", "vcpus", "vcpus_source", "policy", "state", "detail", "placement_id", "cpus", "mems", "units", "model_id", "update_time", "metric")
+    __slots__ = ("id", "name", "runtime", "cgroup", "vcpus", "vcpus_source", "policy", "state", "detail", "placement_id", "cpus", "mems", "units", "model_id", "update_time", "metric", "on_override", "effective_on_override", "cpuset_override")
     ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     RUNTIME_FIELD_NUMBER: _ClassVar[int]
@@ -297,6 +323,9 @@ class Container(_message.Message):
     MODEL_ID_FIELD_NUMBER: _ClassVar[int]
     UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
     METRIC_FIELD_NUMBER: _ClassVar[int]
+    ON_OVERRIDE_FIELD_NUMBER: _ClassVar[int]
+    EFFECTIVE_ON_OVERRIDE_FIELD_NUMBER: _ClassVar[int]
+    CPUSET_OVERRIDE_FIELD_NUMBER: _ClassVar[int]
     id: str
     name: str
     runtime: ContainerRuntime
@@ -313,7 +342,26 @@ class Container(_message.Message):
     model_id: str
     update_time: _timestamp_pb2.Timestamp
     metric: MetricSpec
-    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., runtime: _Optional[_Union[ContainerRuntime, str]] = ..., cgroup: _Optional[str] = ..., vcpus: _Optional[int] = ..., vcpus_source: _Optional[_Union[VcpuSource, str]] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., state: _Optional[_Union[ContainerState, str]] = ..., detail: _Optional[str] = ..., placement_id: _Optional[str] = ..., cpus: _Optional[str] = ..., mems: _Optional[str] = ..., units: _Optional[_Iterable[int]] = ..., model_id: _Optional[str] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., metric: _Optional[_Union[MetricSpec, _Mapping]] = ...) -> None: ...
+    on_override: OnOverride
+    effective_on_override: OnOverride
+    cpuset_override: CpusetOverride
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., runtime: _Optional[_Union[ContainerRuntime, str]] = ..., cgroup: _Optional[str] = ..., vcpus: _Optional[int] = ..., vcpus_source: _Optional[_Union[VcpuSource, str]] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., state: _Optional[_Union[ContainerState, str]] = ..., detail: _Optional[str] = ..., placement_id: _Optional[str] = ..., cpus: _Optional[str] = ..., mems: _Optional[str] = ..., units: _Optional[_Iterable[int]] = ..., model_id: _Optional[str] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., metric: _Optional[_Union[MetricSpec, _Mapping]] = ..., on_override: _Optional[_Union[OnOverride, str]] = ..., effective_on_override: _Optional[_Union[OnOverride, str]] = ..., cpuset_override: _Optional[_Union[CpusetOverride, _Mapping]] = ...) -> None: ...
+
+class CpusetOverride(_message.Message):
+    __slots__ = ("expected_cpus", "expected_mems", "found_cpus", "found_mems", "action", "time")
+    EXPECTED_CPUS_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_MEMS_FIELD_NUMBER: _ClassVar[int]
+    FOUND_CPUS_FIELD_NUMBER: _ClassVar[int]
+    FOUND_MEMS_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    expected_cpus: str
+    expected_mems: str
+    found_cpus: str
+    found_mems: str
+    action: OverrideAction
+    time: _timestamp_pb2.Timestamp
+    def __init__(self, expected_cpus: _Optional[str] = ..., expected_mems: _Optional[str] = ..., found_cpus: _Optional[str] = ..., found_mems: _Optional[str] = ..., action: _Optional[_Union[OverrideAction, str]] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class ListContainersRequest(_message.Message):
     __slots__ = ("page_size", "page_token")
@@ -384,16 +432,18 @@ class MetricSpec(_message.Message):
     def __init__(self, pushed: _Optional[_Union[PushedMetric, _Mapping]] = ..., prometheus: _Optional[_Union[PrometheusMetric, _Mapping]] = ..., command: _Optional[_Union[CommandMetric, _Mapping]] = ..., perf: _Optional[_Union[PerfMetric, _Mapping]] = ...) -> None: ...
 
 class ManageRequest(_message.Message):
-    __slots__ = ("container", "vcpus", "policy", "metric")
+    __slots__ = ("container", "vcpus", "policy", "metric", "on_override")
     CONTAINER_FIELD_NUMBER: _ClassVar[int]
     VCPUS_FIELD_NUMBER: _ClassVar[int]
     POLICY_FIELD_NUMBER: _ClassVar[int]
     METRIC_FIELD_NUMBER: _ClassVar[int]
+    ON_OVERRIDE_FIELD_NUMBER: _ClassVar[int]
     container: str
     vcpus: int
     policy: Policy
     metric: MetricSpec
-    def __init__(self, container: _Optional[str] = ..., vcpus: _Optional[int] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., metric: _Optional[_Union[MetricSpec, _Mapping]] = ...) -> None: ...
+    on_override: OnOverride
+    def __init__(self, container: _Optional[str] = ..., vcpus: _Optional[int] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., metric: _Optional[_Union[MetricSpec, _Mapping]] = ..., on_override: _Optional[_Union[OnOverride, str]] = ...) -> None: ...
 
 class ManageResponse(_message.Message):
     __slots__ = ("container",)
@@ -544,7 +594,7 @@ class WatchRequest(_message.Message):
     def __init__(self, container: _Optional[str] = ..., resume_after_sequence: _Optional[int] = ...) -> None: ...
 
 class WatchResponse(_message.Message):
-    __slots__ = ("sequence", "time", "container", "kind", "state", "placement_id", "message")
+    __slots__ = ("sequence", "time", "container", "kind", "state", "placement_id", "message", "cpuset_override")
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     TIME_FIELD_NUMBER: _ClassVar[int]
     CONTAINER_FIELD_NUMBER: _ClassVar[int]
@@ -552,6 +602,7 @@ class WatchResponse(_message.Message):
     STATE_FIELD_NUMBER: _ClassVar[int]
     PLACEMENT_ID_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    CPUSET_OVERRIDE_FIELD_NUMBER: _ClassVar[int]
     sequence: int
     time: _timestamp_pb2.Timestamp
     container: str
@@ -559,7 +610,8 @@ class WatchResponse(_message.Message):
     state: ContainerState
     placement_id: str
     message: str
-    def __init__(self, sequence: _Optional[int] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., container: _Optional[str] = ..., kind: _Optional[_Union[EventKind, str]] = ..., state: _Optional[_Union[ContainerState, str]] = ..., placement_id: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+    cpuset_override: CpusetOverride
+    def __init__(self, sequence: _Optional[int] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., container: _Optional[str] = ..., kind: _Optional[_Union[EventKind, str]] = ..., state: _Optional[_Union[ContainerState, str]] = ..., placement_id: _Optional[str] = ..., message: _Optional[str] = ..., cpuset_override: _Optional[_Union[CpusetOverride, _Mapping]] = ...) -> None: ...
 
 class GetStatusRequest(_message.Message):
     __slots__ = ()
