@@ -145,6 +145,17 @@ enum Command {
         #[arg(long, value_name = "SPEC")]
         metric: Option<String>,
     },
+    /// Hand a container back: the daemon stops managing it (an evaluation or a move in
+    /// progress is stopped) and leaves it alone until it disappears or is managed again.
+    Unmanage {
+        container: String,
+        #[command(flatten)]
+        daemon: DaemonArgs,
+        /// Put back the CPUs and memory nodes it had before the daemon first moved it
+        /// (when it never moved it, the cpuset is left as it is).
+        #[arg(long)]
+        restore: bool,
+    },
     /// Predicted performance of a container in every important placement, with the
     /// observations and the model behind it.
     Predict {
@@ -215,6 +226,7 @@ impl Command {
             }
             | Command::Status { daemon }
             | Command::Manage { daemon, .. }
+            | Command::Unmanage { daemon, .. }
             | Command::Predict { daemon, .. }
             | Command::Recommend { daemon, .. }
             | Command::Place { daemon, .. }
@@ -414,6 +426,19 @@ async fn remote(command: Command, json: bool, daemon: &DaemonArgs) -> Result<Exi
             out.print(
                 cli::daemon::container_json(&r),
                 cli::daemon::render_containers(std::slice::from_ref(&r)),
+            )
+        }
+        Command::Unmanage {
+            container, restore, ..
+        } => {
+            let r = c
+                .unmanage(pb::UnmanageRequest { container, restore })
+                .await
+                .map_err(StatusError)?
+                .into_inner();
+            out.print(
+                cli::daemon::unmanaged_json(&r),
+                cli::daemon::render_unmanaged(&r),
             )
         }
         Command::Predict { container, .. } => predict(&mut c, out, container).await,

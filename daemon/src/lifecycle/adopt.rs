@@ -33,6 +33,8 @@ pub(super) async fn restore(shared: &Arc<Shared>) -> Result<(), StartError> {
     };
     crate::state::validate(&state, &shared.machine, shared.store.path())
         .map_err(StartError::State)?;
+    // Still handed back; discovery drops those that have disappeared.
+    shared.unmanaged().extend(state.unmanaged.iter().cloned());
     let loaded = state.containers.clone();
     let mut adopted = Vec::new();
     let mut records = Vec::new();
@@ -95,61 +97,7 @@ fn settle(
     };
     let before = rec.clone();
     let cgroups = shared.host.cgroups();
-    let mut notes = Vec::new();
-    if let Some(m) = rec.migration.take() {
-        // A fast move freezes the container; if the daemon died then, the freeze stayed.
-        if m.frozen && cgroups.is_frozen(&container.cgroup).unwrap_or(false) {
-            match cgroups.set_frozen(&container.cgroup, false) {
-                Ok(()) => notes.push("thawed (left frozen by an interrupted move)".to_owned()),
-                Err(e) => notes.push(format!("COULD NOT THAW: {}", placed_core::text::Chain(&e))),
-            }
-        }
-        let now = cgroups.cpuset(&container.cgroup).ok();
-        let at = |c: &Cpuset| {
-            now.as_ref()
-                .is_some_and(|n| n.effective_cpus == c.cpus && n.effective_mems == c.mems)
-        };
-        let to = Cpuset {
-            cpus: m.to.cpus.clone(),
-            mems: m.to.mems.clone(),
-        };
-        if at(&to) {
-            rec.assigned = Some(m.to.clone());
-            notes.push("an interrupted move had completed".into());
-        } else if at(&m.from) {
-            notes.push("an interrupted move had not started; left where it was".into());
-        } else {
-            // Half-way (new CPUs, both nodes' memory): put it back where it came from.
-            match shared
-                .host
-                .apply(&container, &m.from.cpus, &m.from.mems, &Mode::Kernel)
-            {
-                Ok(_) => notes.push(format!(
-                    "an interrupted move was undone (cpus {}, mems {})",
-                    m.from.cpus, m.from.mems
-                )),
-                Err(e) => notes.push(format!(
-                    "undoing an interrupted move failed: {}",
-                    placed_core::text::Chain(&e)
-                )),
-            }
-        }
-    }
-    if let Some(back) = rec.resume.take() {
-        match shared
-            .host
-            .apply(&container, &back.cpus, &back.mems, &Mode::Kernel)
-        {
-            Ok(_) => {
-                notes.push("put back after an interrupted prediction".into());
-                rec.assigned = (!back.units.is_empty() || back.placement.is_some()).then_some(back);
-            }
-            Err(e) => notes.push(format!(
-                "could not put it back after a prediction: {}",
-                placed_core::text::Chain(&e)
-            )),
-        }
-    }
+    let mut notes = settle_interrupted(shared, &container, &mut rec);
     // Where is it really? The record follows the host, never the other way round.
     if let (Some(a), Ok(now)) = (&rec.assigned, cgroups.cpuset(&container.cgroup)) {
         if now.effective_cpus != a.cpus || now.effective_mems != a.mems {
@@ -185,4 +133,73 @@ fn settle(
         rec.detail.clone()
     };
     Some((rec, container, note))
+}
+
+/// Settles what an interrupted operation left on `rec`'s container: a move (thawed if it
+/// froze it, then on one whole cpuset: the target if the kernel holds it, else where it came
+/// from) and an on-demand prediction's way back. Clears both from the record; the notes say
+/// what was done. At start-up for the previous run's records, and by `Unmanage` for a
+/// container whose operation it stopped.
+pub(super) fn settle_interrupted(
+    shared: &Shared,
+    container: &Container,
+    rec: &mut ContainerRecord,
+) -> Vec<String> {
+    let cgroups = shared.host.cgroups();
+    let mut notes = Vec::new();
+    if let Some(m) = rec.migration.take() {
+        // A fast move freezes the container; if the daemon died then, the freeze stayed.
+        if m.frozen && cgroups.is_frozen(&container.cgroup).unwrap_or(false) {
+            match cgroups.set_frozen(&container.cgroup, false) {
+                Ok(()) => notes.push("thawed (left frozen by an interrupted move)".to_owned()),
+                Err(e) => notes.push(format!("COULD NOT THAW: {}", placed_core::text::Chain(&e))),
+            }
+        }
+        let now = cgroups.cpuset(&container.cgroup).ok();
+        let at = |c: &Cpuset| {
+            now.as_ref()
+                .is_some_and(|n| n.effective_cpus == c.cpus && n.effective_mems == c.mems)
+        };
+        let to = Cpuset {
+            cpus: m.to.cpus.clone(),
+            mems: m.to.mems.clone(),
+        };
+        if at(&to) {
+            rec.assigned = Some(m.to.clone());
+            notes.push("an interrupted move had completed".into());
+        } else if at(&m.from) {
+            notes.push("an interrupted move had not started; left where it was".into());
+        } else {
+            // Half-way (new CPUs, both nodes' memory): put it back where it came from.
+            match shared
+                .host
+                .apply(container, &m.from.cpus, &m.from.mems, &Mode::Kernel)
+            {
+                Ok(_) => notes.push(format!(
+                    "an interrupted move was undone (cpus {}, mems {})",
+                    m.from.cpus, m.from.mems
+                )),
+                Err(e) => notes.push(format!(
+                    "undoing an interrupted move failed: {}",
+                    placed_core::text::Chain(&e)
+                )),
+            }
+        }
+    }
+    if let Some(back) = rec.resume.take() {
+        match shared
+            .host
+            .apply(container, &back.cpus, &back.mems, &Mode::Kernel)
+        {
+            Ok(_) => {
+                notes.push("put back after an interrupted prediction".into());
+                rec.assigned = (!back.units.is_empty() || back.placement.is_some()).then_some(back);
+            }
+            Err(e) => notes.push(format!(
+                "could not put it back after a prediction: {}",
+                placed_core::text::Chain(&e)
+            )),
+        }
+    }
+    notes
 }

@@ -26,6 +26,8 @@ pub enum EventKind {
     MigrationFinished,
     Vanished,
     Error,
+    /// Handed back by an orchestrator (`Unmanage`) and forgotten.
+    Unmanaged,
 }
 
 /// One event about one container.

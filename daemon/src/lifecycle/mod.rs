@@ -18,7 +18,10 @@
 //! - `decide`: applying a policy: what it chooses, and whether moving there pays.
 //! - `moving`: moving a container, journalled in the state file so a crash is settled.
 //! - `adopt`: settling what a previous run left (thaw, finish or undo a migration).
-//! - `discovery`: the cgroup tree watched (inotify) and listed again periodically.
+//! - `discovery`: the cgroup tree watched (inotify) and listed again periodically; it
+//!   leaves alone the containers handed back.
+//! - `unmanage`: handing a container back (`Unmanage`): its task stopped, what it was
+//!   doing settled, its original cpuset put back on request, its record gone.
 //! - `registry`: the managed containers in memory; one operation per container at a time.
 //! - `models`: the model files, by machine class and vCPU count.
 //! - [`events`]: what `Watch` streams and the logs show.
@@ -41,6 +44,7 @@ mod moving;
 mod registry;
 mod shared;
 mod task;
+mod unmanage;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,6 +62,7 @@ use placed_host::observe::SourceSpec;
 pub use error::DaemonError;
 pub use events::{Event, EventKind};
 pub use models::LoadedModel;
+pub use unmanage::Unmanaged;
 
 use shared::Shared;
 

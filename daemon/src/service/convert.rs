@@ -156,6 +156,7 @@ pub fn event(s: &Sequenced) -> pb::WatchResponse {
             EventKind::MigrationFinished => pb::EventKind::MigrationFinished,
             EventKind::Vanished => pb::EventKind::Vanished,
             EventKind::Error => pb::EventKind::Error,
+            EventKind::Unmanaged => pb::EventKind::Unmanaged,
         } as i32,
         state: state(e.state) as i32,
         placement_id: e.placement.clone().unwrap_or_default(),

@@ -75,6 +75,8 @@ pub struct Metrics {
     /// container's task failed a step), `observe`, `enact`, `state`, `discovery`.
     pub errors: Family<KindLabel, Counter>,
     pub metric_samples: Counter,
+    /// `Watch` streams open now (at most `grpc.max_watchers`).
+    pub watchers: Gauge,
     /// Per-container families, read from the daemon at each scrape.
     pub per_container: Arc<containers::PerContainer>,
 }
@@ -110,6 +112,7 @@ impl Default for Metrics {
         let migration_seconds = Histogram::new(exponential_buckets(0.01, 2.0, 14));
         let errors = Family::<KindLabel, Counter>::default();
         let metric_samples = Counter::default();
+        let watchers = Gauge::default();
         registry.register(
             "containers",
             "Containers per lifecycle state",
@@ -137,6 +140,11 @@ impl Default for Metrics {
             "Performance samples received over ReportMetric",
             metric_samples.clone(),
         );
+        registry.register(
+            "watchers",
+            "Watch streams open now (at most grpc.max_watchers)",
+            watchers.clone(),
+        );
         for state in Lifecycle::ALL {
             let _zero = containers.get_or_create(&StateLabel {
                 state: state.name().into(),
@@ -157,6 +165,7 @@ impl Default for Metrics {
             migration_seconds,
             errors,
             metric_samples,
+            watchers,
             per_container,
         }
     }

@@ -15,4 +15,5 @@ mod busy;
 mod drift;
 mod settings;
 mod sharing;
+mod unmanage;
 mod vanish;

@@ -100,6 +100,7 @@ class EventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     EVENT_KIND_MIGRATION_FINISHED: _ClassVar[EventKind]
     EVENT_KIND_VANISHED: _ClassVar[EventKind]
     EVENT_KIND_ERROR: _ClassVar[EventKind]
+    EVENT_KIND_UNMANAGED: _ClassVar[EventKind]
 CONCERN_SCOPE_UNSPECIFIED: ConcernScope
 CONCERN_SCOPE_UNIT: ConcernScope
 CONCERN_SCOPE_ABOVE: ConcernScope
@@ -160,6 +161,7 @@ EVENT_KIND_MIGRATION_STARTED: EventKind
 EVENT_KIND_MIGRATION_FINISHED: EventKind
 EVENT_KIND_VANISHED: EventKind
 EVENT_KIND_ERROR: EventKind
+EVENT_KIND_UNMANAGED: EventKind
 
 class GetMachineRequest(_message.Message):
     __slots__ = ()
@@ -394,6 +396,30 @@ class ManageRequest(_message.Message):
     policy: Policy
     metric: MetricSpec
     def __init__(self, container: _Optional[str] = ..., vcpus: _Optional[int] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., metric: _Optional[_Union[MetricSpec, _Mapping]] = ...) -> None: ...
+
+class UnmanageRequest(_message.Message):
+    __slots__ = ("container", "restore")
+    CONTAINER_FIELD_NUMBER: _ClassVar[int]
+    RESTORE_FIELD_NUMBER: _ClassVar[int]
+    container: str
+    restore: bool
+    def __init__(self, container: _Optional[str] = ..., restore: _Optional[bool] = ...) -> None: ...
+
+class UnmanageResponse(_message.Message):
+    __slots__ = ("container", "name", "restored", "cpus", "mems", "detail")
+    CONTAINER_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    RESTORED_FIELD_NUMBER: _ClassVar[int]
+    CPUS_FIELD_NUMBER: _ClassVar[int]
+    MEMS_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    container: str
+    name: str
+    restored: bool
+    cpus: str
+    mems: str
+    detail: str
+    def __init__(self, container: _Optional[str] = ..., name: _Optional[str] = ..., restored: _Optional[bool] = ..., cpus: _Optional[str] = ..., mems: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...
 
 class ManageResponse(_message.Message):
     __slots__ = ("container",)
