@@ -675,17 +675,33 @@ fn main() -> std::process::ExitCode {
         Ok(cli) => cli,
         Err(code) => return code.into(),
     };
+    // Over TLS, and whether with a client certificate: a connection the daemon closes
+    // under a call is explained by what the client sent.
+    let tls_identity = cli.command.daemon().and_then(|d| match d.target() {
+        Target::Tls { identity, .. } => Some(identity.is_some()),
+        Target::Unix(_) => None,
+    });
     match run(cli) {
         Ok(code) => code.into(),
         Err(e) => {
-            let tls = cli::exit::tls_refused(e.as_ref())
-                || e.source().is_some_and(cli::exit::tls_refused);
-            let hint = if tls {
-                format!(" ({})", cli::exit::TLS_HINT)
-            } else {
-                String::new()
+            let tls = cli::tls::failure(e.as_ref()).or_else(|| {
+                tls_identity.and_then(|with| cli::tls::closed_by_daemon(e.as_ref(), with))
+            });
+            let line = match tls {
+                // The TLS case and its advice, instead of "transport error" or "operation
+                // was canceled" and the causes that only hide it.
+                Some(why) => match e.downcast_ref::<placectl::client::ConnectError>() {
+                    Some(c) => format!("{c}: {why}"),
+                    None => format!("the TLS connection to the daemon failed: {why}"),
+                },
+                None if cli::exit::tls_refused(e.as_ref())
+                    || e.source().is_some_and(cli::exit::tls_refused) =>
+                {
+                    format!("{} ({})", cli::error_line(e.as_ref()), cli::exit::TLS_HINT)
+                }
+                None => cli::error_line(e.as_ref()),
             };
-            eprintln!("placectl: error: {}{hint}", cli::error_line(e.as_ref()));
+            eprintln!("placectl: error: {line}");
             cli::exit_of(e.as_ref()).into()
         }
     }
