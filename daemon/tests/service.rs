@@ -38,6 +38,11 @@ impl Served {
         let fake = FakeKernel::v1("0-15", "0-1");
         // Discovery manages the children of /batch.
         fake.cgroup("/batch/job", "", "");
+        Self::start_on(dir, limits, fake).await
+    }
+
+    /// The same on an existing fake host (a restart).
+    async fn start_on(dir: &Path, limits: Limits, fake: Arc<FakeKernel>) -> Self {
         let mut config = Config::default();
         config.containers.cgroups = vec!["/batch".into()];
         config.containers.resync_interval = Duration::from_secs(1);
@@ -111,12 +116,14 @@ impl Served {
             .expect("a state file")
     }
 
-    async fn stop(mut self) {
+    /// Stops serving and the daemon; the fake host, for a restart.
+    async fn stop(mut self) -> Arc<FakeKernel> {
         self.stop.cancel();
         self.daemon.shutdown().await;
         if let Some(s) = self.servers.take() {
             s.wait().await.unwrap();
         }
+        self.fake.clone()
     }
 }
 
@@ -334,5 +341,43 @@ async fn unmanage_over_grpc_hands_a_container_back_and_it_stays_handed_back() {
     .unwrap();
     assert_eq!(s.names(&mut c).await, ["job", "other"]);
     assert!(s.on_disk().unmanaged.is_empty());
+    s.stop().await;
+}
+
+/// Handed back stays handed back across a restart (the state file keeps the id), and is
+/// forgotten once the container disappears: a new container in the same cgroup is managed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handed_back_container_stays_unmanaged_after_a_restart_until_it_disappears() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Served::start(dir.path(), limits(8, 64)).await;
+    let mut c = s.client().await;
+    s.until_managed(&mut c, "job").await;
+    c.unmanage(pb::UnmanageRequest {
+        container: "job".into(),
+        restore: false,
+    })
+    .await
+    .unwrap();
+    drop(c);
+    let fake = s.stop().await;
+
+    let s = Served::start_on(dir.path(), limits(8, 64), fake).await;
+    let mut c = s.client().await;
+    // A neighbour appears: discovery has run since the restart, and left "job" alone.
+    s.fake.cgroup("/batch/other", "", "");
+    s.until_managed(&mut c, "other").await;
+    assert_eq!(s.names(&mut c).await, ["other"]);
+    assert_eq!(s.on_disk().unmanaged, ["/batch/job"]);
+
+    // It stops; a new container in the same cgroup later is a new container.
+    s.fake.remove_cgroup("/batch/job");
+    let deadline = tokio::time::Instant::now() + HANG;
+    while !s.on_disk().unmanaged.is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "never forgotten");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    s.fake.cgroup("/batch/job", "", "");
+    s.until_managed(&mut c, "job").await;
+    drop(c);
     s.stop().await;
 }
