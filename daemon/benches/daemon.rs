@@ -178,6 +178,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 fn seeded_state(machine: &Machine, ids: &[(String, String)], placement: &str) -> State {
     State {
         written_unix_ms: 0,
+        unmanaged: Vec::new(),
         fingerprint: machine.fingerprint().to_owned(),
         containers: ids
             .iter()

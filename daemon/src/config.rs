@@ -71,6 +71,13 @@ pub struct GrpcConfig {
     pub tls: Option<TlsConfig>,
     /// Lifecycle events kept for `Watch` streams that resume after a sequence number.
     pub watch_history: usize,
+    /// `Watch` streams open at once, over all listeners; one more is refused with
+    /// RESOURCE_EXHAUSTED. Each costs a broadcast receiver and its buffers (10,000 streams
+    /// took 78 MiB without a cap).
+    pub max_watchers: usize,
+    /// Connections the Unix socket holds at once; one more is accepted and closed at once,
+    /// so that descriptors stay for the cgroup tree and the other listeners.
+    pub max_unix_connections: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -201,6 +208,14 @@ impl Default for DaemonConfig {
     }
 }
 
+/// `Watch` streams open at once by default: far more than the orchestrators and operators
+/// of one host watch with (one or two each), and at about 8 KiB each a bound of 2 MiB.
+pub const DEFAULT_MAX_WATCHERS: usize = 256;
+
+/// The largest `grpc.max_watchers` and `grpc.max_unix_connections`: each holds a descriptor
+/// or a buffer, and `dist/placed.service` allows 65,536 descriptors in all.
+const MAX_LISTENER_LIMIT: usize = 16_384;
+
 impl Default for GrpcConfig {
     fn default() -> Self {
         Self {
@@ -210,6 +225,8 @@ impl Default for GrpcConfig {
             tcp: None,
             tls: None,
             watch_history: crate::lifecycle::events::DEFAULT_HISTORY,
+            max_watchers: DEFAULT_MAX_WATCHERS,
+            max_unix_connections: crate::service::guard::MAX_CONNECTIONS,
         }
     }
 }
@@ -402,6 +419,18 @@ impl Config {
             return Err(invalid(format!(
                 "grpc.watch_history = {} is outside 1 to 1048576 events",
                 self.grpc.watch_history
+            )));
+        }
+        if !(1..=MAX_LISTENER_LIMIT).contains(&self.grpc.max_watchers) {
+            return Err(invalid(format!(
+                "grpc.max_watchers = {} is outside 1 to {MAX_LISTENER_LIMIT} streams",
+                self.grpc.max_watchers
+            )));
+        }
+        if !(1..=MAX_LISTENER_LIMIT).contains(&self.grpc.max_unix_connections) {
+            return Err(invalid(format!(
+                "grpc.max_unix_connections = {} is outside 1 to {MAX_LISTENER_LIMIT} connections",
+                self.grpc.max_unix_connections
             )));
         }
         if self.grpc.tcp.is_some() && self.grpc.tls.is_none() {
@@ -637,6 +666,11 @@ mod tests {
         assert!(bad("[policy]\ndefault = \"greedy\"").contains("greedy"));
         assert!(bad("[grpc]\nsocket_mode = \"rw\"").contains("octal"));
         assert!(bad("[grpc]\ntcp = \"0.0.0.0:7443\"").contains("needs grpc.tls"));
+        assert!(bad("[grpc]\nmax_watchers = 0").contains("grpc.max_watchers = 0 is outside"));
+        assert!(
+            bad("[grpc]\nmax_unix_connections = 100000")
+                .contains("grpc.max_unix_connections = 100000 is outside")
+        );
         assert!(bad("[daemon]\nstate_fil = \"/x\"").contains("state_fil"));
         assert!(bad("[observe]\nwindows = 3").contains("too small to reach the confidence"));
         assert!(bad("[observe]\nwindow = \"0s\"").contains("window is empty"));

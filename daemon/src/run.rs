@@ -138,7 +138,8 @@ pub async fn run_with(config: Config, stop: Stop, reload: Option<Reload>) -> Res
             addr: config.metrics.listen,
             source,
         })?;
-    let (serving, servers) = service::serve(unix, tcp, token.clone())
+    let limits = service::Limits::of(&config.grpc);
+    let (serving, servers) = service::serve(unix, tcp, limits, &metrics, token.clone())
         .await
         .map_err(RunError::Serve)?;
     let mut endpoint = Endpoint::new(metrics.clone(), token.clone());

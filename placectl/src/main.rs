@@ -155,6 +155,17 @@ enum Command {
         #[arg(long, value_name = "WHAT", value_parser = ["reassert", "adopt", "leave"])]
         on_override: Option<String>,
     },
+    /// Hand a container back: the daemon stops managing it (an evaluation or a move in
+    /// progress is stopped) and leaves it alone until it disappears or is managed again.
+    Unmanage {
+        container: String,
+        #[command(flatten)]
+        daemon: DaemonArgs,
+        /// Put back the CPUs and memory nodes it had before the daemon first moved it
+        /// (when it never moved it, the cpuset is left as it is).
+        #[arg(long)]
+        restore: bool,
+    },
     /// Predicted performance of a container in every important placement, with the
     /// observations and the model behind it.
     Predict {
@@ -225,6 +236,7 @@ impl Command {
             }
             | Command::Status { daemon }
             | Command::Manage { daemon, .. }
+            | Command::Unmanage { daemon, .. }
             | Command::Predict { daemon, .. }
             | Command::Recommend { daemon, .. }
             | Command::Place { daemon, .. }
@@ -482,6 +494,19 @@ async fn remote(command: Command, json: bool, daemon: &DaemonArgs) -> Result<Exi
             out.print(
                 cli::daemon::container_json(&r),
                 cli::daemon::render_containers(std::slice::from_ref(&r)),
+            )
+        }
+        Command::Unmanage {
+            container, restore, ..
+        } => {
+            let r = c
+                .unmanage(pb::UnmanageRequest { container, restore })
+                .await
+                .map_err(StatusError)?
+                .into_inner();
+            out.print(
+                cli::daemon::unmanaged_json(&r),
+                cli::daemon::render_unmanaged(&r),
             )
         }
         Command::Predict { container, .. } => predict(&mut c, out, container).await,
@@ -751,17 +776,33 @@ fn main() -> std::process::ExitCode {
         Ok(cli) => cli,
         Err(code) => return code.into(),
     };
+    // Over TLS, and whether with a client certificate: a connection the daemon closes
+    // under a call is explained by what the client sent.
+    let tls_identity = cli.command.daemon().and_then(|d| match d.target() {
+        Target::Tls { identity, .. } => Some(identity.is_some()),
+        Target::Unix(_) => None,
+    });
     match run(cli) {
         Ok(code) => code.into(),
         Err(e) => {
-            let tls = cli::exit::tls_refused(e.as_ref())
-                || e.source().is_some_and(cli::exit::tls_refused);
-            let hint = if tls {
-                format!(" ({})", cli::exit::TLS_HINT)
-            } else {
-                String::new()
+            let tls = cli::tls::failure(e.as_ref()).or_else(|| {
+                tls_identity.and_then(|with| cli::tls::closed_by_daemon(e.as_ref(), with))
+            });
+            let line = match tls {
+                // The TLS case and its advice, instead of "transport error" or "operation
+                // was canceled" and the causes that only hide it.
+                Some(why) => match e.downcast_ref::<placectl::client::ConnectError>() {
+                    Some(c) => format!("{c}: {why}"),
+                    None => format!("the TLS connection to the daemon failed: {why}"),
+                },
+                None if cli::exit::tls_refused(e.as_ref())
+                    || e.source().is_some_and(cli::exit::tls_refused) =>
+                {
+                    format!("{} ({})", cli::error_line(e.as_ref()), cli::exit::TLS_HINT)
+                }
+                None => cli::error_line(e.as_ref()),
             };
-            eprintln!("placectl: error: {}{hint}", cli::error_line(e.as_ref()));
+            eprintln!("placectl: error: {line}");
             cli::exit_of(e.as_ref()).into()
         }
     }

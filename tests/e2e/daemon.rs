@@ -571,6 +571,7 @@ fn a_restart_thaws_and_settles_an_interrupted_migration() {
     host.cgroups().set_frozen(&c1, true).unwrap();
     let state = State {
         written_unix_ms: 0,
+        unmanaged: Vec::new(),
         fingerprint: placed_core::machine::Machine::load(
             &placed_core::machine::TopologySource::Host,
             None,
@@ -641,6 +642,7 @@ fn a_state_file_from_another_machine_class_is_refused_with_instructions() {
     StateStore::new(dir.path().join("state.json"))
         .save(&State {
             written_unix_ms: 0,
+            unmanaged: Vec::new(),
             fingerprint: "mc1-0000000000000000".into(),
             containers: Vec::new(),
         })
@@ -1066,6 +1068,7 @@ fn a_request_during_an_operation_is_aborted_with_what_and_since_when() {
         .expect("a placement on every PU");
     let state = State {
         written_unix_ms: 0,
+        unmanaged: Vec::new(),
         fingerprint: m.fingerprint().to_owned(),
         containers: vec![watched_under_model(
             &c1.to_string(),

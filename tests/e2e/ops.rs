@@ -341,3 +341,49 @@ fn requests_give_up_after_the_timeout() {
         "no answer from placed within 1s",
     );
 }
+
+/// `placectl unmanage` on a real cgroup the daemon discovered: handed back where it is
+/// (placed never moved it, so there is nothing to restore), listed no more, left alone by
+/// discovery while a neighbour appearing is adopted; an unknown name is exit 3.
+#[test]
+fn placectl_unmanage_hands_a_discovered_container_back_for_good() {
+    let Some(host) = host() else { return };
+    let (cpus, mems) = machine(&host);
+    let dir = tempfile::tempdir().unwrap();
+    let cg: TestCgroup<TestLoad> = TestCgroup::new(&host, &cpus, &mems);
+    let _c1 = cg.child("c1", &cpus, &mems);
+    let d = TestDaemon::start(dir.path(), &Setup::watching(&cg.path));
+    d.wait_for("c1", |j| j["containers"][0]["name"] == "c1");
+
+    let out = d.placectl(["unmanage", "c1", "--restore", "--json"]).ok();
+    let j = out.json();
+    assert_eq!(j["schema"], "placed.unmanage/v1", "{j}");
+    assert_eq!(j["name"], "c1", "{j}");
+    assert_eq!(j["restored"], false, "{j}");
+    assert_eq!(j["cpus"], cpus.to_string(), "{j}");
+    assert!(
+        j["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("nothing to restore")),
+        "{j}"
+    );
+
+    let _c2 = cg.child("c2", &cpus, &mems);
+    d.wait_for("c2 adopted", |j| {
+        j["containers"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|c| c["name"] == "c2"))
+    });
+    let list = d.placectl(["containers", "--json"]).ok().json();
+    let names: Vec<&str> = list["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(names, ["c2"], "{list}");
+    d.placectl(["unmanage", "nothing"]).fails_with(
+        placed_core::exit::Exit::NotFound,
+        "placed manages no container nothing",
+    );
+}

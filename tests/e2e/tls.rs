@@ -3,7 +3,7 @@
 
 use placed_core::exit::Exit;
 use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -20,6 +20,9 @@ struct Pki {
     client_cert: PathBuf,
     client_key: PathBuf,
     other_ca: PathBuf,
+    /// A client certificate signed by the other CA, and its key.
+    stranger_cert: PathBuf,
+    stranger_key: PathBuf,
 }
 
 fn ca(name: &str) -> (rcgen::Certificate, KeyPair) {
@@ -42,7 +45,8 @@ fn leaf(names: &[&str], ca: &rcgen::Certificate, ca_key: &KeyPair) -> (String, S
 
 fn pki(dir: &Path) -> Pki {
     let (ca_cert, ca_key) = ca("placed test CA");
-    let (other, _) = ca("someone else's CA");
+    let (other, other_key) = ca("someone else's CA");
+    let (stranger_cert, stranger_key) = leaf(&["stranger"], &other, &other_key);
     let (server_cert, server_key) = leaf(&["127.0.0.1", "localhost"], &ca_cert, &ca_key);
     let (client_cert, client_key) = leaf(&["orchestrator"], &ca_cert, &ca_key);
     let write = |name: &str, body: &str| {
@@ -57,6 +61,8 @@ fn pki(dir: &Path) -> Pki {
         client_cert: write("client.pem", &client_cert),
         client_key: write("client.key", &client_key),
         other_ca: write("other-ca.pem", &other.pem()),
+        stranger_cert: write("stranger.pem", &stranger_cert),
+        stranger_key: write("stranger.key", &stranger_key),
     }
 }
 
@@ -149,20 +155,45 @@ fn tls_with_client_certificates() {
     assert!(run.stdout.contains("Class"), "{run:?}");
     drop(silent);
 
-    // Without one: refused by the server. Under TLS 1.3 the refusal reaches the client
-    // after its side of the handshake, as an alert (exit 4, with advice) or as the server
+    // Refused by the server: under TLS 1.3 the refusal reaches the client after its side of
+    // the handshake, as an alert (exit 4, the case named with what to do) or as the server
     // closing the connection (exit 5: read as a closed stream or a broken pipe), whichever
     // the client meets first; both are one line.
-    let refused_or_closed = |run: &crate::util::Run| {
-        let refused = run.code == Some(i32::from(Exit::Refused.code()))
-            && run.stderr.contains("TLS refused the connection");
-        let closed = run.code == Some(i32::from(Exit::Unavailable.code()));
+    let refused_or_closed = |run: &crate::util::Run, named: &str, closed_says: &str| {
+        let refused =
+            run.code == Some(i32::from(Exit::Refused.code())) && run.stderr.contains(named);
+        let closed = run.code == Some(i32::from(Exit::Unavailable.code()))
+            && run.stderr.contains(closed_says);
         assert!(refused || closed, "{run:?}");
+        assert!(run.stderr.starts_with("placectl: error:"), "{run:?}");
+        assert_eq!(run.stderr.lines().count(), 1, "{run:?}");
+        assert!(!run.stderr.contains("operation was canceled"), "{run:?}");
     };
+    // Without a client certificate.
     let run = d.placectl(["status", "--addr", &url, "--ca", &s(&p.ca)]);
-    refused_or_closed(&run);
-    assert!(run.stderr.starts_with("placectl: error:"), "{run:?}");
-    // A server this client does not trust: refused by the client.
+    refused_or_closed(
+        &run,
+        "requires a client certificate (grpc.tls.client_ca): pass --cert and --key",
+        "if it requires client certificates (grpc.tls.client_ca), pass --cert and --key",
+    );
+    // With one from another CA.
+    let run = d.placectl([
+        "status",
+        "--addr",
+        &url,
+        "--ca",
+        &s(&p.ca),
+        "--cert",
+        &s(&p.stranger_cert),
+        "--key",
+        &s(&p.stranger_key),
+    ]);
+    refused_or_closed(
+        &run,
+        "refused the client certificate",
+        "if it refused the client certificate, --cert must be signed by the CA",
+    );
+    // A server this client does not trust: refused by the client, always while connecting.
     let run = d.placectl([
         "status",
         "--addr",
@@ -174,7 +205,74 @@ fn tls_with_client_certificates() {
         "--key",
         &s(&p.client_key),
     ]);
-    refused_or_closed(&run);
+    let run = run.fails_with(
+        Exit::Refused,
+        "the daemon's certificate is not signed by the CA given with --ca",
+    );
+    assert_eq!(run.stderr.lines().count(), 1, "{run:?}");
+}
+
+/// A TLS server for the client-side cases, with `cert`/`key` as its identity: what
+/// placectl says is decided before any gRPC call, so a server with only health will do.
+fn tls_server(cert: &str, key: &str) -> (tokio::runtime::Runtime, u16) {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    let tls = tonic::transport::ServerTlsConfig::new()
+        .identity(tonic::transport::Identity::from_pem(cert, key));
+    let (_, health) = tonic_health::server::health_reporter();
+    let mut builder = tonic::transport::Server::builder()
+        .tls_config(tls)
+        .expect("TLS config");
+    let router = builder.add_service(health);
+    rt.spawn(router.serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)));
+    (rt, port)
+}
+
+/// Each failure placectl meets only on the client's side, named in one line with what to
+/// change: a certificate for another host name, an expired one, a server without TLS.
+#[test]
+fn tls_failures_are_named_with_what_to_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ca_cert, ca_key) = ca("placed test CA");
+    let ca_path = dir.path().join("ca.pem");
+    std::fs::write(&ca_path, ca_cert.pem()).unwrap();
+    let ca_arg = ca_path.display().to_string();
+    let status = |url: &str| crate::util::placectl(["status", "--addr", url, "--ca", &ca_arg]);
+
+    // Issued for "placed.example" only, dialled as 127.0.0.1.
+    let (cert, key) = leaf(&["placed.example"], &ca_cert, &ca_key);
+    let (_rt, port) = tls_server(&cert, &key);
+    status(&format!("https://127.0.0.1:{port}"))
+        .fails_with(Exit::Refused, "not valid for the host name in --addr");
+
+    // Expired a year after 2000.
+    let key_pair = KeyPair::generate().expect("key");
+    let mut params = CertificateParams::new(vec!["127.0.0.1".to_owned()]).expect("params");
+    params.not_before = rcgen::date_time_ymd(2000, 1, 1);
+    params.not_after = rcgen::date_time_ymd(2001, 1, 1);
+    let expired = params
+        .signed_by(&key_pair, &ca_cert, &ca_key)
+        .expect("signed");
+    let (_rt2, port) = tls_server(&expired.pem(), &key_pair.serialize_pem());
+    status(&format!("https://127.0.0.1:{port}"))
+        .fails_with(Exit::Refused, "the daemon's certificate has expired");
+
+    // A plaintext server: it answers the TLS hello with HTTP.
+    let plain = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = plain.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in plain.incoming().take(4) {
+            let Ok(mut conn) = conn else { continue };
+            let mut buf = [0u8; 1024];
+            let _ = conn.read(&mut buf);
+            let _ = conn.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+        }
+    });
+    let run = status(&format!("https://127.0.0.1:{port}"))
+        .fails_with(Exit::Refused, "does not speak TLS");
     assert_eq!(run.stderr.lines().count(), 1, "{run:?}");
 }
 

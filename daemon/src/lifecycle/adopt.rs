@@ -34,6 +34,8 @@ pub(super) async fn restore(shared: &Arc<Shared>) -> Result<(), StartError> {
     };
     crate::state::validate(&state, &shared.machine, shared.store.path())
         .map_err(StartError::State)?;
+    // Still handed back; discovery drops those that have disappeared.
+    shared.unmanaged().extend(state.unmanaged.iter().cloned());
     let loaded = state.containers.clone();
     let mut adopted = Vec::new();
     let mut records = Vec::new();
@@ -100,6 +102,41 @@ fn settle(
         }
     };
     let before = rec.clone();
+    let notes = settle_interrupted(shared, &container, &mut rec);
+    // A cpuset changed outside placed while it was down is the reconciliation's to find
+    // and handle (restore checks every adopted container before its task starts).
+    rec.state = match rec.state {
+        // Interrupted evaluations start again; everything else stays where it is.
+        Lifecycle::Baseline | Lifecycle::Probe | Lifecycle::Predicted => Lifecycle::Discovered,
+        Lifecycle::Migrating | Lifecycle::Placed => Lifecycle::Watched,
+        other => other,
+    };
+    // A record the host agrees with stays as it was (its detail too), so that an unchanged
+    // state file need not be written again.
+    if !notes.is_empty() {
+        rec.detail = notes.join("; ");
+    }
+    if rec != before {
+        rec.updated_unix_ms = now_ms();
+    }
+    let note = if notes.is_empty() {
+        "where it was".to_owned()
+    } else {
+        rec.detail.clone()
+    };
+    Some((rec, container, note))
+}
+
+/// Settles what an interrupted operation left on `rec`'s container: a move (thawed if it
+/// froze it, then on one whole cpuset: the target if the kernel holds it, else where it came
+/// from) and an on-demand prediction's way back. Clears both from the record; the notes say
+/// what was done. At start-up for the previous run's records, and by `Unmanage` for a
+/// container whose operation it stopped.
+pub(super) fn settle_interrupted(
+    shared: &Shared,
+    container: &Container,
+    rec: &mut ContainerRecord,
+) -> Vec<String> {
     let cgroups = shared.host.cgroups();
     let mut notes = Vec::new();
     if let Some(m) = rec.migration.take() {
@@ -128,7 +165,7 @@ fn settle(
             // Half-way (new CPUs, both nodes' memory): put it back where it came from.
             match shared
                 .host
-                .apply(&container, &m.from.cpus, &m.from.mems, &Mode::Kernel)
+                .apply(container, &m.from.cpus, &m.from.mems, &Mode::Kernel)
             {
                 Ok(_) => notes.push(format!(
                     "an interrupted move was undone (cpus {}, mems {})",
@@ -144,7 +181,7 @@ fn settle(
     if let Some(back) = rec.resume.take() {
         match shared
             .host
-            .apply(&container, &back.cpus, &back.mems, &Mode::Kernel)
+            .apply(container, &back.cpus, &back.mems, &Mode::Kernel)
         {
             Ok(_) => {
                 notes.push("put back after an interrupted prediction".into());
@@ -156,26 +193,5 @@ fn settle(
             )),
         }
     }
-    // A cpuset changed outside placed while it was down is the reconciliation's to find
-    // and handle (restore checks every adopted container before its task starts).
-    rec.state = match rec.state {
-        // Interrupted evaluations start again; everything else stays where it is.
-        Lifecycle::Baseline | Lifecycle::Probe | Lifecycle::Predicted => Lifecycle::Discovered,
-        Lifecycle::Migrating | Lifecycle::Placed => Lifecycle::Watched,
-        other => other,
-    };
-    // A record the host agrees with stays as it was (its detail too), so that an unchanged
-    // state file need not be written again.
-    if !notes.is_empty() {
-        rec.detail = notes.join("; ");
-    }
-    if rec != before {
-        rec.updated_unix_ms = now_ms();
-    }
-    let note = if notes.is_empty() {
-        "where it was".to_owned()
-    } else {
-        rec.detail.clone()
-    };
-    Some((rec, container, note))
+    notes
 }

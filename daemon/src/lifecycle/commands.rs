@@ -89,6 +89,10 @@ impl Daemon {
                 }
                 let (v, _) = super::handle::initial_vcpus(&self.shared, &container, Some(&req));
                 self.check_pinned(req.policy.as_ref(), v)?;
+                // Taken again after it was handed back: discovery follows it from now on.
+                self.shared
+                    .unmanaged()
+                    .remove(&container.cgroup.to_string());
                 match Handle::register(&self.shared, container, Some(&req)).await? {
                     // Registered with the requested settings before its task started.
                     Registered::New(h) => return h.with(|e| view(e, self.on_override_default())),

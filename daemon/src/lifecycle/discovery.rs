@@ -79,8 +79,15 @@ pub(super) async fn resync(shared: &Arc<Shared>) {
     };
     let known: Vec<String> = shared.registry().entries.keys().cloned().collect();
     let mut renamed = false;
+    // A container handed back (Unmanage) stays unmanaged while it exists: adopting it again
+    // with the default policy would undo the orchestrator's decision at the next resync.
+    let (handed_back, gone) = drop_vanished_unmanaged(shared);
     for c in found {
-        if !known.contains(&c.cgroup.to_string()) {
+        let id = c.cgroup.to_string();
+        if handed_back.contains(&id) {
+            continue;
+        }
+        if !known.contains(&id) {
             if let Err(e) = Handle::register(shared, c, None).await.map(|_| ()) {
                 tracing::warn!(error = %e.line(), "cannot register a discovered container");
             }
@@ -97,7 +104,7 @@ pub(super) async fn resync(shared: &Arc<Shared>) {
             }
         }
     }
-    if renamed {
+    if renamed || gone {
         if let Err(e) = shared.persist().await {
             tracing::warn!(error = %e.line(), "cannot save the state after a rename");
         }
@@ -114,6 +121,20 @@ pub(super) async fn resync(shared: &Arc<Shared>) {
     }
     // And be where placed put it: the fallback for what the cpuset watches missed.
     super::reconcile::check_all(shared);
+}
+
+/// The containers handed back that still exist; those gone are forgotten (`true` when
+/// any was), so that a new container in the same cgroup is managed as usual.
+fn drop_vanished_unmanaged(shared: &Shared) -> (Vec<String>, bool) {
+    let mut unmanaged = shared.unmanaged();
+    let before = unmanaged.len();
+    unmanaged.retain(|id| {
+        CgroupPath::parse(id).is_ok_and(|cg| shared.host.cgroups().exists(&cg).unwrap_or(true))
+    });
+    (
+        unmanaged.iter().cloned().collect(),
+        unmanaged.len() < before,
+    )
 }
 
 /// The containers discovery manages on its own: those of the configured runtimes, and the

@@ -28,6 +28,8 @@ pub enum EventKind {
     Error,
     /// The container's cpuset was changed outside placed.
     Overridden,
+    /// Handed back by an orchestrator (`Unmanage`) and forgotten.
+    Unmanaged,
 }
 
 /// One event about one container.

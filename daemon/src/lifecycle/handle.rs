@@ -152,7 +152,10 @@ impl Handle {
     pub async fn begin(&self, what: &str) -> Result<OpGuard, DaemonError> {
         let op = self.with(|e| e.op.clone())?;
         let guard = op.lock_owned().await;
-        self.with(|e| e.doing = Some((what.to_owned(), Instant::now())))?;
+        self.with(|e| {
+            e.doing = Some((what.to_owned(), Instant::now()));
+            e.by_api = false;
+        })?;
         Ok(OpGuard::from(guard))
     }
 

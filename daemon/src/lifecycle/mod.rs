@@ -22,6 +22,10 @@
 //! - `reconcile`: cpusets changed outside placed, noticed (inotify on the cpuset files, and
 //!   at every resync) and handled by the container's override policy.
 //! - `inotify`: the inotify instance discovery and reconciliation share the code of.
+//! - `discovery`: the cgroup tree watched (inotify) and listed again periodically; it
+//!   leaves alone the containers handed back.
+//! - `unmanage`: handing a container back (`Unmanage`): its task stopped, what it was
+//!   doing settled, its original cpuset put back on request, its record gone.
 //! - `registry`: the managed containers in memory; one operation per container at a time.
 //! - `models`: the model files, by machine class and vCPU count.
 //! - [`events`]: what `Watch` streams and the logs show.
@@ -46,6 +50,7 @@ mod reconcile;
 mod registry;
 mod shared;
 mod task;
+mod unmanage;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -64,6 +69,7 @@ use placed_host::observe::SourceSpec;
 pub use error::DaemonError;
 pub use events::{Event, EventKind};
 pub use models::LoadedModel;
+pub use unmanage::Unmanaged;
 
 use shared::Shared;
 

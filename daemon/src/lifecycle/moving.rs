@@ -207,17 +207,21 @@ impl Handle {
         Ok(())
     }
 
-    /// The host's move, off the async threads. Shutdown asks an in-flight migration to stop
-    /// at its next chunk.
+    /// The host's move, off the async threads. Shutdown, and `Unmanage`, ask an in-flight
+    /// migration to stop at its next chunk (the container's token is a child of the
+    /// daemon's).
     async fn apply(
         &self,
         to: &Assigned,
         mode: &Mode,
     ) -> Result<Result<ApplyReport, placed_host::enact::Error>, DaemonError> {
-        let container = self.with(|e| e.container.clone())?;
+        let (container, stop, in_host) =
+            self.with(|e| (e.container.clone(), e.cancel.clone(), e.in_host.clone()))?;
+        // Taken before the move starts and released by the blocking work itself, so that it
+        // is held until the move has ended even if this future is dropped.
+        let in_host = in_host.lock_owned().await;
         let cancel = Arc::new(AtomicBool::new(false));
         let flag = cancel.clone();
-        let stop = self.shared.cancel.clone();
         let watcher = tokio::spawn(async move {
             stop.cancelled().await;
             flag.store(true, Ordering::Relaxed);
@@ -230,6 +234,7 @@ impl Handle {
         let shared = self.shared.clone();
         let (cpus, mems, mode) = (to.cpus.clone(), to.mems.clone(), mode.clone());
         let r = tokio::task::spawn_blocking(move || {
+            let _in_host = in_host;
             shared
                 .host
                 .apply_with(&container, &cpus, &mems, &mode, &opts)

@@ -27,6 +27,13 @@ pub struct Entry {
     /// What holds `op`, for the "busy" answer; every holder sets it on taking `op`, so
     /// it is current whenever `op` is held.
     pub doing: Option<(String, Instant)>,
+    /// Whether `op` was last taken by an API command (not the lifecycle task): `Unmanage`
+    /// stops the task's work but refuses to cut another caller's request short.
+    pub by_api: bool,
+    /// Held by a move's blocking work until it has really ended: a move outlives the future
+    /// that started it when that is dropped (a cancelled request, a stopped task), and
+    /// `Unmanage` must not forget a container whose cpuset is still being written.
+    pub in_host: Arc<tokio::sync::Mutex<()>>,
     /// The pushing half of a pushed metric source, while its task observes.
     pub reporter: Option<Reporter>,
     /// Cancelled when the container vanishes or the daemon stops.
@@ -153,6 +160,7 @@ impl Entry {
         match self.op.clone().try_lock_owned() {
             Ok(guard) => {
                 self.doing = Some((operation.to_owned(), Instant::now()));
+                self.by_api = true;
                 Ok(OpGuard { _guard: guard })
             }
             Err(_) => {
@@ -210,6 +218,8 @@ mod tests {
             },
             op: Arc::new(tokio::sync::Mutex::new(())),
             doing: None,
+            by_api: false,
+            in_host: Arc::new(tokio::sync::Mutex::new(())),
             reporter: None,
             cancel: CancellationToken::new(),
             wake: Arc::new(Notify::new()),

@@ -2,7 +2,7 @@
 //! the host, the models, the registry of managed containers, the state file, events and
 //! metrics; and the inputs of the move-or-stay rule.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Instant;
 
@@ -47,6 +47,9 @@ pub(crate) struct Shared {
     /// Whom command metrics run as; `None` when the configuration does not allow them.
     pub command_user: Option<RunAs>,
     registry: Mutex<Registry>,
+    /// Containers an orchestrator handed back (`Unmanage`), by id: discovery leaves them
+    /// alone until they disappear or `Manage` takes them again. Kept in the state file.
+    unmanaged: Mutex<BTreeSet<String>>,
     placements: Mutex<HashMap<usize, Arc<PlacementSet>>>,
     pub events: Events,
     pub store: StateStore,
@@ -117,6 +120,7 @@ impl Shared {
             host: env.host,
             pmu: env.pmu,
             registry: Mutex::new(Registry::default()),
+            unmanaged: Mutex::new(BTreeSet::new()),
             placements: Mutex::new(HashMap::new()),
             save_lock: tokio::sync::Mutex::new(()),
             metrics,
@@ -191,6 +195,11 @@ impl Shared {
         self.registry.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The containers handed back, which discovery leaves alone.
+    pub fn unmanaged(&self) -> MutexGuard<'_, BTreeSet<String>> {
+        self.unmanaged.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// The container a reference names (id, name, runtime id or its unique prefix).
     pub fn find(self: &Arc<Self>, reference: &str) -> Result<Handle, DaemonError> {
         self.registry()
@@ -247,6 +256,8 @@ impl Shared {
     }
 
     fn snapshot(&self) -> crate::state::State {
+        // Taken on its own: no lock is held while another is taken.
+        let unmanaged = self.unmanaged().iter().cloned().collect();
         crate::state::State {
             written_unix_ms: now_ms(),
             fingerprint: self.machine.fingerprint().to_owned(),
@@ -256,6 +267,7 @@ impl Shared {
                 .values()
                 .map(|e| e.record.clone())
                 .collect(),
+            unmanaged,
         }
     }
 
@@ -413,6 +425,8 @@ impl Shared {
             container,
             op: Arc::new(tokio::sync::Mutex::new(())),
             doing: None,
+            by_api: false,
+            in_host: Arc::new(tokio::sync::Mutex::new(())),
             reporter: None,
             cancel: self.cancel.child_token(),
             wake: Arc::new(Notify::new()),

@@ -14,21 +14,27 @@ use placed_host::migrate::{Mode, ModeKind};
 
 use super::convert;
 use super::paging::{self, Pager};
-use super::watch::{self, EventStream};
+use super::watch::{self, EventStream, Watchers};
 
 /// The service; answers UNAVAILABLE until the daemon has restored its state.
 #[derive(Debug, Clone)]
 pub struct Api {
     daemon: Arc<OnceLock<Daemon>>,
     pager: Arc<Pager>,
+    watchers: Arc<Watchers>,
 }
 
 impl Api {
-    /// The service, not yet ready; its page tokens are signed with a fresh random key.
-    pub fn new() -> Result<Self, ring::error::Unspecified> {
+    /// The service, not yet ready; its page tokens are signed with a fresh random key, and
+    /// it serves at most `max_watchers` `Watch` streams at once (counted in `open_watchers`).
+    pub fn new(
+        max_watchers: usize,
+        open_watchers: prometheus_client::metrics::gauge::Gauge,
+    ) -> Result<Self, ring::error::Unspecified> {
         Ok(Self {
             daemon: Arc::default(),
             pager: Arc::new(Pager::new()?),
+            watchers: Arc::new(Watchers::new(max_watchers, open_watchers)),
         })
     }
 
@@ -241,6 +247,27 @@ impl Api {
         }))
     }
 
+    async fn do_unmanage(
+        &self,
+        request: Request<pb::UnmanageRequest>,
+    ) -> Result<Response<pb::UnmanageResponse>, Status> {
+        let r = request.into_inner();
+        need_container(&r.container)?;
+        let out = self
+            .daemon()?
+            .unmanage(&r.container, r.restore)
+            .await
+            .map_err(status_of)?;
+        Ok(Response::new(pb::UnmanageResponse {
+            container: out.id,
+            name: out.name,
+            restored: out.restored,
+            cpus: out.cpus.to_string(),
+            mems: out.mems.to_string(),
+            detail: out.detail,
+        }))
+    }
+
     async fn do_predict(
         &self,
         request: Request<pb::PredictRequest>,
@@ -370,7 +397,12 @@ impl Api {
         request: Request<pb::WatchRequest>,
     ) -> Result<Response<EventStream>, Status> {
         let daemon = self.daemon()?;
-        Ok(Response::new(watch::stream(daemon, request.into_inner())?))
+        let slot = self.watchers.claim()?;
+        Ok(Response::new(watch::stream(
+            daemon,
+            request.into_inner(),
+            slot,
+        )?))
     }
 
     async fn do_get_status(
@@ -444,6 +476,13 @@ impl PlacedService for Api {
         request: Request<pb::ManageRequest>,
     ) -> Result<Response<pb::ManageResponse>, Status> {
         self.counted(self.do_manage(request).await)
+    }
+
+    async fn unmanage(
+        &self,
+        request: Request<pb::UnmanageRequest>,
+    ) -> Result<Response<pb::UnmanageResponse>, Status> {
+        self.counted(self.do_unmanage(request).await)
     }
 
     async fn predict(

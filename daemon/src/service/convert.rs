@@ -178,6 +178,7 @@ pub fn event(s: &Sequenced) -> pb::WatchResponse {
             EventKind::Vanished => pb::EventKind::Vanished,
             EventKind::Error => pb::EventKind::Error,
             EventKind::Overridden => pb::EventKind::Overridden,
+            EventKind::Unmanaged => pb::EventKind::Unmanaged,
         } as i32,
         state: state(e.state) as i32,
         placement_id: e.placement.clone().unwrap_or_default(),

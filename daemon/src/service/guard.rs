@@ -1,4 +1,5 @@
-//! Limits on TCP connections, so that idle or abandoned ones cannot take the API down.
+//! Limits on the listeners' connections (TCP and the Unix socket), so that idle or
+//! abandoned ones cannot take the API down.
 //!
 //! Without them, about 1,010 idle connections (to the TLS port before its handshake, or to
 //! the metrics port, which any local user reaches) used up the default 1,024 descriptors:
@@ -6,7 +7,9 @@
 //! now holds at most a fixed number of connections (one past the cap is accepted and closed
 //! at once, keeping descriptors for the Unix socket and the cgroup tree), and a connection
 //! that sends nothing for a while (no TLS handshake, no HTTP/2 frame, no answer to the
-//! server's keepalive pings, no request header) is closed.
+//! server's keepalive pings, no request header) is closed. The Unix socket holds
+//! `grpc.max_unix_connections` (256 by default) the same way: a local client that opens
+//! connections in a loop meets the cap, not the descriptor limit.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -18,7 +21,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{Instant, Sleep};
 use tokio_stream::{Stream, StreamExt as _};
 
-/// Connections each TCP listener holds at once.
+/// Connections each TCP listener holds at once, and the Unix socket unless
+/// `grpc.max_unix_connections` says otherwise.
 pub const MAX_CONNECTIONS: usize = 256;
 /// How long a connection may send nothing: it covers a TLS handshake, a request header, and
 /// two of the server's HTTP/2 keepalive pings ([`KEEPALIVE`]) going unanswered.

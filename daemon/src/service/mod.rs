@@ -5,7 +5,9 @@
 //! below them sees tonic types. Health reports NOT_SERVING until the daemon has restored
 //! its state, so probes and orchestrators wait instead of failing. Connections on the Unix
 //! socket are read through [`authority::Repaired`], so that clients that name the socket
-//! path as `:authority` (gRPC C-core: Python, C++, Ruby, PHP) are served.
+//! path as `:authority` (gRPC C-core: Python, C++, Ruby, PHP) are served. Every listener
+//! holds a bounded number of connections and closes idle ones ([`guard`]); `Watch` streams
+//! are capped over all of them ([`Limits`]).
 //!
 //! - `api`: the handlers; `convert`: daemon values to messages; `paging`: list pages and
 //!   their tokens; `watch`: the event stream with resume.
@@ -91,10 +93,31 @@ impl ServeError {
     }
 }
 
-/// Serves on the Unix listener and, when given, on TCP with TLS, until `shutdown`.
+/// What the listeners and streams may hold at once (`[grpc]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// `Watch` streams over all listeners.
+    pub max_watchers: usize,
+    /// Connections on the Unix socket.
+    pub max_unix_connections: usize,
+}
+
+impl Limits {
+    pub fn of(grpc: &crate::config::GrpcConfig) -> Self {
+        Self {
+            max_watchers: grpc.max_watchers,
+            max_unix_connections: grpc.max_unix_connections,
+        }
+    }
+}
+
+/// Serves on the Unix listener and, when given, on TCP with TLS, until `shutdown`, within
+/// `limits`; the open `Watch` streams are counted in `metrics`.
 pub async fn serve(
     unix: tokio::net::UnixListener,
     tcp: Option<(tokio::net::TcpListener, ServerTlsConfig)>,
+    limits: Limits,
+    metrics: &crate::telemetry::Metrics,
     shutdown: CancellationToken,
 ) -> Result<(Serving, ServeHandle), ServeError> {
     let (health, health_service) = tonic_health::server::health_reporter();
@@ -121,19 +144,29 @@ pub async fn serve(
     let reflection_v1alpha = reflection()
         .build_v1alpha()
         .map_err(ServeError::Reflection)?;
-    let api = Api::new().map_err(|_| ServeError::Random)?;
+    let api =
+        Api::new(limits.max_watchers, metrics.watchers.clone()).map_err(|_| ServeError::Random)?;
     let serving = Serving {
         api: api.clone(),
         health,
     };
 
+    // The Unix socket has the TCP listeners' budget (its own cap, the same idle bound and
+    // keepalive pings), so that local clients cannot use up the descriptors either.
     let router = Server::builder()
+        .http2_keepalive_interval(Some(guard::KEEPALIVE))
+        .http2_keepalive_timeout(Some(guard::KEEPALIVE))
         .add_service(health_service.clone())
         .add_service(reflection_v1.clone())
         .add_service(reflection_v1alpha.clone())
         .add_service(PlacedServiceServer::new(api.clone()));
-    let unix_stream = tokio_stream::wrappers::UnixListenerStream::new(unix)
-        .map(|conn| conn.map(authority::Repaired::new));
+    let unix_stream = guard::guard(
+        tokio_stream::wrappers::UnixListenerStream::new(unix)
+            .map(|conn| conn.map(authority::Repaired::new)),
+        "grpc unix",
+        limits.max_unix_connections,
+        guard::IDLE,
+    );
     let stop = shutdown.clone();
     let unix_task = tokio::spawn(async move {
         router

@@ -32,6 +32,11 @@ pub struct State {
     /// The machine class this state was written on; a different class refuses to start.
     pub fingerprint: String,
     pub containers: Vec<ContainerRecord>,
+    /// Containers an orchestrator handed back (`Unmanage`), by id: discovery leaves them
+    /// alone until they disappear or `Manage` takes them again. Absent when empty, so that
+    /// a file without any reads the same in a placed that predates the field.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unmanaged: Vec<String>,
 }
 
 /// Where a container's tasks may run (the same two sets the reconciliation compares).

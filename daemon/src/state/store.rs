@@ -241,6 +241,7 @@ mod tests {
     fn sample() -> State {
         State {
             written_unix_ms: 1_700_000_000_000,
+            unmanaged: Vec::new(),
             fingerprint: "mc1-0011223344556677".into(),
             containers: vec![ContainerRecord {
                 id: "/docker/abc".into(),

@@ -37,6 +37,21 @@ pub fn validate(state: &State, machine: &Machine, path: &Path) -> Result<(), Sta
         }
         record(rec, machine, &mems).map_err(|(field, problem)| fail(field, problem))?;
     }
+    for id in &state.unmanaged {
+        let good = placed_host::cgroup::CgroupPath::parse(id).is_ok_and(|cg| !cg.is_root());
+        if !good || ids.contains(id.as_str()) {
+            return Err(StateError::Invalid {
+                path: path.to_owned(),
+                container: clip(id),
+                field: "unmanaged",
+                problem: if good {
+                    "both managed and handed back".into()
+                } else {
+                    "not a cgroup path below the root".into()
+                },
+            });
+        }
+    }
     Ok(())
 }
 
@@ -188,6 +203,7 @@ mod tests {
         let unit = &m.units[0];
         State {
             written_unix_ms: 0,
+            unmanaged: Vec::new(),
             fingerprint: m.fingerprint().to_owned(),
             containers: vec![ContainerRecord {
                 id: "/docker/abc".into(),

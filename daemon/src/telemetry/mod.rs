@@ -85,6 +85,8 @@ pub struct Metrics {
     /// Cpusets found changed outside placed, by what the daemon did (`reasserted`,
     /// `adopted`, `left`, `gave_up`).
     pub overrides: Family<ActionLabel, Counter>,
+    /// `Watch` streams open now (at most `grpc.max_watchers`).
+    pub watchers: Gauge,
     /// Per-container families, read from the daemon at each scrape.
     pub per_container: Arc<containers::PerContainer>,
 }
@@ -121,6 +123,7 @@ impl Default for Metrics {
         let errors = Family::<KindLabel, Counter>::default();
         let metric_samples = Counter::default();
         let overrides = Family::<ActionLabel, Counter>::default();
+        let watchers = Gauge::default();
         registry.register(
             "containers",
             "Containers per lifecycle state",
@@ -158,6 +161,11 @@ impl Default for Metrics {
                 action: action.name().into(),
             });
         }
+        registry.register(
+            "watchers",
+            "Watch streams open now (at most grpc.max_watchers)",
+            watchers.clone(),
+        );
         for state in Lifecycle::ALL {
             let _zero = containers.get_or_create(&StateLabel {
                 state: state.name().into(),
@@ -179,6 +187,7 @@ impl Default for Metrics {
             errors,
             metric_samples,
             overrides,
+            watchers,
             per_container,
         }
     }

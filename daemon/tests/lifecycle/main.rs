@@ -16,4 +16,5 @@ mod drift;
 mod reconcile;
 mod settings;
 mod sharing;
+mod unmanage;
 mod vanish;

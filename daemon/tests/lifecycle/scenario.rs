@@ -230,6 +230,7 @@ impl Scenario {
             StateStore::new(self.config.daemon.state_file.clone())
                 .save(&State {
                     written_unix_ms: 0,
+                    unmanaged: Vec::new(),
                     fingerprint: self.machine.fingerprint().to_owned(),
                     containers: self.records.clone(),
                 })

@@ -462,6 +462,33 @@ pub fn place_json(r: &pb::PlaceResponse, new_policy: Option<&str>) -> Value {
     })
 }
 
+pub fn render_unmanaged(r: &pb::UnmanageResponse) -> String {
+    let name = if r.name.is_empty() {
+        &r.container
+    } else {
+        &r.name
+    };
+    format!(
+        "{name} handed back{}: cpus {}, mems {}\n{}\n",
+        if r.restored {
+            ", its original cpuset restored"
+        } else {
+            ""
+        },
+        r.cpus,
+        r.mems,
+        r.detail
+    )
+}
+
+pub fn unmanaged_json(r: &pb::UnmanageResponse) -> Value {
+    json!({
+        "schema": "placed.unmanage/v1",
+        "container": r.container, "name": r.name, "restored": r.restored,
+        "cpus": r.cpus, "mems": r.mems, "detail": r.detail,
+    })
+}
+
 fn kind_name(k: i32) -> &'static str {
     match pb::EventKind::try_from(k) {
         Ok(pb::EventKind::Discovered) => "discovered",
@@ -472,6 +499,7 @@ fn kind_name(k: i32) -> &'static str {
         Ok(pb::EventKind::Vanished) => "vanished",
         Ok(pb::EventKind::Error) => "error",
         Ok(pb::EventKind::Overridden) => "overridden",
+        Ok(pb::EventKind::Unmanaged) => "unmanaged",
         _ => "unknown",
     }
 }

@@ -1,11 +1,12 @@
 //! What `placectl` prints: tables for people, JSON for programs (schemas in
-//! `docs/cli-json.md`), one-line errors, and exit codes that mean one thing each.
+//! `docs/cli-json.md`), one-line errors (a TLS failure named with what to change), and exit codes that mean one thing each.
 
 pub mod daemon;
 pub mod enact;
 pub mod exit;
 mod placements;
 pub mod table;
+pub mod tls;
 mod topology;
 
 pub use enact::{

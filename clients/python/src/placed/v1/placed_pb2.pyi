@@ -116,6 +116,7 @@ class EventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     EVENT_KIND_VANISHED: _ClassVar[EventKind]
     EVENT_KIND_ERROR: _ClassVar[EventKind]
     EVENT_KIND_OVERRIDDEN: _ClassVar[EventKind]
+    EVENT_KIND_UNMANAGED: _ClassVar[EventKind]
 CONCERN_SCOPE_UNSPECIFIED: ConcernScope
 CONCERN_SCOPE_UNIT: ConcernScope
 CONCERN_SCOPE_ABOVE: ConcernScope
@@ -186,6 +187,7 @@ EVENT_KIND_MIGRATION_FINISHED: EventKind
 EVENT_KIND_VANISHED: EventKind
 EVENT_KIND_ERROR: EventKind
 EVENT_KIND_OVERRIDDEN: EventKind
+EVENT_KIND_UNMANAGED: EventKind
 
 class GetMachineRequest(_message.Message):
     __slots__ = ()
@@ -444,6 +446,30 @@ class ManageRequest(_message.Message):
     metric: MetricSpec
     on_override: OnOverride
     def __init__(self, container: _Optional[str] = ..., vcpus: _Optional[int] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., metric: _Optional[_Union[MetricSpec, _Mapping]] = ..., on_override: _Optional[_Union[OnOverride, str]] = ...) -> None: ...
+
+class UnmanageRequest(_message.Message):
+    __slots__ = ("container", "restore")
+    CONTAINER_FIELD_NUMBER: _ClassVar[int]
+    RESTORE_FIELD_NUMBER: _ClassVar[int]
+    container: str
+    restore: bool
+    def __init__(self, container: _Optional[str] = ..., restore: _Optional[bool] = ...) -> None: ...
+
+class UnmanageResponse(_message.Message):
+    __slots__ = ("container", "name", "restored", "cpus", "mems", "detail")
+    CONTAINER_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    RESTORED_FIELD_NUMBER: _ClassVar[int]
+    CPUS_FIELD_NUMBER: _ClassVar[int]
+    MEMS_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    container: str
+    name: str
+    restored: bool
+    cpus: str
+    mems: str
+    detail: str
+    def __init__(self, container: _Optional[str] = ..., name: _Optional[str] = ..., restored: _Optional[bool] = ..., cpus: _Optional[str] = ..., mems: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...
 
 class ManageResponse(_message.Message):
     __slots__ = ("container",)

@@ -91,6 +91,11 @@ class PlacedServiceStub:
                 request_serializer=placed_dot_v1_dot_placed__pb2.GetStatusRequest.SerializeToString,
                 response_deserializer=placed_dot_v1_dot_placed__pb2.GetStatusResponse.FromString,
                 _registered_method=True)
+        self.Unmanage = channel.unary_unary(
+                '/placed.v1.PlacedService/Unmanage',
+                request_serializer=placed_dot_v1_dot_placed__pb2.UnmanageRequest.SerializeToString,
+                response_deserializer=placed_dot_v1_dot_placed__pb2.UnmanageResponse.FromString,
+                _registered_method=True)
 
 
 class PlacedServiceServicer:
@@ -182,6 +187,17 @@ class PlacedServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Unmanage(self, request, context):
+        """An orchestrator hands a container back: placed stops its lifecycle (an evaluation in
+        progress is stopped, a move in flight is stopped and settled on one whole cpuset),
+        forgets it, and leaves it alone until it disappears or Manage takes it again.
+        NOT_FOUND for a container placed does not manage; ABORTED while another API call
+        (Manage, Predict, Place) works on it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PlacedServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -239,6 +255,11 @@ def add_PlacedServiceServicer_to_server(servicer, server):
                     servicer.GetStatus,
                     request_deserializer=placed_dot_v1_dot_placed__pb2.GetStatusRequest.FromString,
                     response_serializer=placed_dot_v1_dot_placed__pb2.GetStatusResponse.SerializeToString,
+            ),
+            'Unmanage': grpc.unary_unary_rpc_method_handler(
+                    servicer.Unmanage,
+                    request_deserializer=placed_dot_v1_dot_placed__pb2.UnmanageRequest.FromString,
+                    response_serializer=placed_dot_v1_dot_placed__pb2.UnmanageResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -540,6 +561,33 @@ class PlacedService:
             '/placed.v1.PlacedService/GetStatus',
             placed_dot_v1_dot_placed__pb2.GetStatusRequest.SerializeToString,
             placed_dot_v1_dot_placed__pb2.GetStatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Unmanage(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/placed.v1.PlacedService/Unmanage',
+            placed_dot_v1_dot_placed__pb2.UnmanageRequest.SerializeToString,
+            placed_dot_v1_dot_placed__pb2.UnmanageResponse.FromString,
             options,
             channel_credentials,
             insecure,

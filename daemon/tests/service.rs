@@ -1,0 +1,383 @@
+//! The gRPC service on a real Unix socket, in-process on a fake host (no root): the cap on
+//! `Watch` streams and on the socket's connections, and `Unmanage` through the real API.
+
+#![allow(clippy::unwrap_used, reason = "test fixture")]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use placed::config::Config;
+use placed::lifecycle::{Daemon, Environment};
+use placed::service::{self, Limits, ServeHandle};
+use placed::telemetry::Metrics;
+use placed_core::machine::{Machine, TopologySource};
+use placed_host::kernel::fake::FakeKernel;
+use placed_proto::v1 as pb;
+use placed_proto::v1::placed_service_client::PlacedServiceClient;
+use tokio_util::sync::CancellationToken;
+use tonic::transport::Channel;
+
+/// Bounds a wait for something the daemon does on its own time (a stream's slot given back
+/// after the client went away): it only stops a hang, it times nothing.
+const HANG: Duration = Duration::from_secs(120);
+
+/// A daemon on a fake host with two nodes (16 PUs), served on a socket in `dir`.
+struct Served {
+    daemon: Daemon,
+    metrics: Arc<Metrics>,
+    socket: PathBuf,
+    state_file: PathBuf,
+    stop: CancellationToken,
+    servers: Option<ServeHandle>,
+    fake: Arc<FakeKernel>,
+}
+
+impl Served {
+    async fn start(dir: &Path, limits: Limits) -> Self {
+        let fake = FakeKernel::v1("0-15", "0-1");
+        // Discovery manages the children of /batch.
+        fake.cgroup("/batch/job", "", "");
+        Self::start_on(dir, limits, fake).await
+    }
+
+    /// The same on an existing fake host (a restart).
+    async fn start_on(dir: &Path, limits: Limits, fake: Arc<FakeKernel>) -> Self {
+        let mut config = Config::default();
+        config.containers.cgroups = vec!["/batch".into()];
+        config.containers.resync_interval = Duration::from_secs(1);
+        config.daemon.state_file = dir.join("state.json");
+        config.daemon.model_dir = dir.join("models");
+        config.containers.runtimes = Vec::new();
+        config.metrics.enabled = false;
+        config.grpc.socket = dir.join("placed.sock");
+        config.grpc.socket_group = None;
+        let unix = service::listen::bind_unix(&config).await.unwrap();
+        let metrics = Arc::new(Metrics::default());
+        let stop = CancellationToken::new();
+        let (serving, servers) = service::serve(unix, None, limits, &metrics, stop.clone())
+            .await
+            .unwrap();
+        let env = Environment {
+            machine: Machine::load(
+                &TopologySource::Synthetic("pack:2 numa:1 core:4 pu:2".into()),
+                None,
+            )
+            .unwrap(),
+            host: fake.host(),
+            pmu: false,
+            migration_hold: None,
+        };
+        let daemon = Daemon::start(config.clone(), env, metrics.clone())
+            .await
+            .unwrap();
+        serving.ready(daemon.clone()).await;
+        Self {
+            daemon,
+            metrics,
+            socket: config.grpc.socket,
+            state_file: config.daemon.state_file,
+            stop,
+            servers: Some(servers),
+            fake,
+        }
+    }
+
+    async fn client(&self) -> PlacedServiceClient<Channel> {
+        PlacedServiceClient::new(placed_proto::unix::connect(&self.socket).await.unwrap())
+    }
+
+    /// The names of the containers the daemon manages, through the API.
+    async fn names(&self, client: &mut PlacedServiceClient<Channel>) -> Vec<String> {
+        let list = client
+            .list_containers(pb::ListContainersRequest::default())
+            .await
+            .unwrap()
+            .into_inner();
+        list.containers.into_iter().map(|c| c.name).collect()
+    }
+
+    /// Waits until the daemon manages a container named `name`.
+    async fn until_managed(&self, client: &mut PlacedServiceClient<Channel>, name: &str) {
+        let deadline = tokio::time::Instant::now() + HANG;
+        while !self.names(client).await.iter().any(|n| n == name) {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{name} never managed"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    fn on_disk(&self) -> placed::state::State {
+        placed::state::StateStore::new(self.state_file.clone())
+            .load(self.daemon.machine().fingerprint())
+            .unwrap()
+            .expect("a state file")
+    }
+
+    /// Stops serving and the daemon; the fake host, for a restart.
+    async fn stop(mut self) -> Arc<FakeKernel> {
+        self.stop.cancel();
+        self.daemon.shutdown().await;
+        if let Some(s) = self.servers.take() {
+            s.wait().await.unwrap();
+        }
+        self.fake.clone()
+    }
+}
+
+fn limits(max_watchers: usize, max_unix_connections: usize) -> Limits {
+    Limits {
+        max_watchers,
+        max_unix_connections,
+    }
+}
+
+async fn watch(
+    client: &mut PlacedServiceClient<Channel>,
+) -> Result<tonic::Streaming<pb::WatchResponse>, tonic::Status> {
+    client
+        .watch(pb::WatchRequest::default())
+        .await
+        .map(tonic::Response::into_inner)
+}
+
+/// Polls until `f` holds; panics after [`HANG`].
+async fn until(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + HANG;
+    while !f() {
+        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// 10,000 `Watch` streams took 78 MiB: past `grpc.max_watchers` a stream is refused with
+/// RESOURCE_EXHAUSTED naming the limit and the setting, and a stream the client cancels,
+/// or whose connection goes away, gives its slot back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watchers_past_the_cap_are_refused_and_a_cancelled_stream_frees_its_slot() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Served::start(dir.path(), limits(3, 64)).await;
+    let mut one = s.client().await;
+    let mut other = s.client().await;
+    let first = watch(&mut one).await.unwrap();
+    let second = watch(&mut one).await.unwrap();
+    let third = watch(&mut other).await.unwrap();
+    assert_eq!(s.metrics.watchers.get(), 3);
+    let refused = watch(&mut one).await.unwrap_err();
+    assert_eq!(
+        refused.code(),
+        tonic::Code::ResourceExhausted,
+        "{refused:?}"
+    );
+    assert!(
+        refused.message().contains("3 Watch streams")
+            && refused.message().contains("grpc.max_watchers"),
+        "{refused:?}"
+    );
+    let text = s.metrics.render(placed::telemetry::serve::Format::Text);
+    assert!(text.contains("placed_watchers 3"), "{text}");
+
+    // The client cancels one stream: its slot comes back, and a new stream is served.
+    drop(first);
+    until("a cancelled stream's slot is given back", || {
+        s.metrics.watchers.get() == 2
+    })
+    .await;
+    let fourth = watch(&mut one).await.unwrap();
+    assert_eq!(s.metrics.watchers.get(), 3);
+
+    // A client that goes away entirely gives back its stream's slot too.
+    drop(third);
+    drop(other);
+    until("a closed connection's stream slot is given back", || {
+        s.metrics.watchers.get() == 2
+    })
+    .await;
+    drop((second, fourth));
+    until("every slot is given back", || s.metrics.watchers.get() == 0).await;
+    s.stop().await;
+}
+
+/// The Unix socket holds at most `grpc.max_unix_connections`: one more is accepted and
+/// closed at once (its client reads end of stream), and once a held connection closes, a
+/// client is served again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_unix_socket_holds_at_most_its_connection_budget() {
+    use tokio::io::AsyncReadExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let s = Served::start(dir.path(), limits(8, 2)).await;
+    let mut client = s.client().await;
+    client.get_status(pb::GetStatusRequest {}).await.unwrap();
+    let held = tokio::net::UnixStream::connect(&s.socket).await.unwrap();
+    // Both connections are taken: a third is closed as soon as it is accepted.
+    let mut third = tokio::net::UnixStream::connect(&s.socket).await.unwrap();
+    let mut buf = [0u8; 16];
+    let read = tokio::time::timeout(HANG, third.read(&mut buf))
+        .await
+        .expect("a connection past the cap was kept open");
+    assert!(matches!(read, Ok(0)), "{read:?}");
+    // Once one goes, a new client is served.
+    drop(held);
+    let deadline = tokio::time::Instant::now() + HANG;
+    loop {
+        if let Ok(ch) = placed_proto::unix::connect(&s.socket).await {
+            let mut c = PlacedServiceClient::new(ch);
+            if c.get_status(pb::GetStatusRequest {}).await.is_ok() {
+                break;
+            }
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never served again");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The first client's connection was never disturbed.
+    client.get_status(pb::GetStatusRequest {}).await.unwrap();
+    s.stop().await;
+}
+
+/// `Unmanage` through the real API: NOT_FOUND for a container placed does not manage,
+/// INVALID_ARGUMENT for none; a placed container handed back with its original cpuset, an
+/// event saying so, the state file without it and remembering it; discovery leaves it alone
+/// while it adopts a new neighbour; `Manage` takes it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unmanage_over_grpc_hands_a_container_back_and_it_stays_handed_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Served::start(dir.path(), limits(8, 64)).await;
+    let mut c = s.client().await;
+    s.until_managed(&mut c, "job").await;
+
+    let unmanage = |name: &str, restore: bool| pb::UnmanageRequest {
+        container: name.into(),
+        restore,
+    };
+    let err = c.unmanage(unmanage("nothing", false)).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::NotFound, "{err:?}");
+    assert!(
+        err.message().contains("manages no container nothing"),
+        "{err:?}"
+    );
+    let err = c.unmanage(unmanage("", false)).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::InvalidArgument, "{err:?}");
+
+    // Placed somewhere narrower than where it started, then handed back with its cpuset.
+    c.manage(pb::ManageRequest {
+        container: "job".into(),
+        vcpus: 2,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let narrow = s.daemon.placements(2).unwrap().placements[0].id.clone();
+    let placed = c
+        .place(pb::PlaceRequest {
+            container: "job".into(),
+            placement_id: narrow,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_ne!(placed.cpus, "0-15", "{placed:?}");
+    let since = c
+        .list_containers(pb::ListContainersRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .event_sequence;
+    let back = c
+        .unmanage(unmanage("job", true))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(back.restored, "{back:?}");
+    assert_eq!(
+        (back.container.as_str(), back.name.as_str()),
+        ("/batch/job", "job")
+    );
+    assert_eq!((back.cpus.as_str(), back.mems.as_str()), ("0-15", "0-1"));
+    assert_eq!(s.fake.file("/batch/job/cpuset.cpus").trim(), "0-15");
+    assert_eq!(s.fake.file("/batch/job/cpuset.mems").trim(), "0-1");
+
+    let mut events = c
+        .watch(pb::WatchRequest {
+            container: String::new(),
+            resume_after_sequence: since,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let event = tokio::time::timeout(HANG, async {
+        loop {
+            let e = events.message().await.unwrap().expect("an event");
+            if e.kind == pb::EventKind::Unmanaged as i32 {
+                return e;
+            }
+        }
+    })
+    .await
+    .expect("no Unmanaged event");
+    drop(events);
+    assert_eq!(event.container, "/batch/job");
+    assert!(event.message.contains("handed back"), "{event:?}");
+    let state = s.on_disk();
+    assert!(state.containers.is_empty(), "{:?}", state.containers);
+    assert_eq!(state.unmanaged, ["/batch/job"]);
+    let err = c.unmanage(unmanage("job", false)).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::NotFound, "{err:?}");
+
+    // Discovery adopts a new container beside it, in the same pass that would have taken
+    // the handed-back one again.
+    s.fake.cgroup("/batch/other", "", "");
+    s.until_managed(&mut c, "other").await;
+    assert_eq!(s.names(&mut c).await, ["other"]);
+
+    // Manage takes it again, and discovery follows it as before.
+    c.manage(pb::ManageRequest {
+        container: "/batch/job".into(),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    assert_eq!(s.names(&mut c).await, ["job", "other"]);
+    assert!(s.on_disk().unmanaged.is_empty());
+    s.stop().await;
+}
+
+/// Handed back stays handed back across a restart (the state file keeps the id), and is
+/// forgotten once the container disappears: a new container in the same cgroup is managed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handed_back_container_stays_unmanaged_after_a_restart_until_it_disappears() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Served::start(dir.path(), limits(8, 64)).await;
+    let mut c = s.client().await;
+    s.until_managed(&mut c, "job").await;
+    c.unmanage(pb::UnmanageRequest {
+        container: "job".into(),
+        restore: false,
+    })
+    .await
+    .unwrap();
+    drop(c);
+    let fake = s.stop().await;
+
+    let s = Served::start_on(dir.path(), limits(8, 64), fake).await;
+    let mut c = s.client().await;
+    // A neighbour appears: discovery has run since the restart, and left "job" alone.
+    s.fake.cgroup("/batch/other", "", "");
+    s.until_managed(&mut c, "other").await;
+    assert_eq!(s.names(&mut c).await, ["other"]);
+    assert_eq!(s.on_disk().unmanaged, ["/batch/job"]);
+
+    // It stops; a new container in the same cgroup later is a new container.
+    s.fake.remove_cgroup("/batch/job");
+    let deadline = tokio::time::Instant::now() + HANG;
+    while !s.on_disk().unmanaged.is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "never forgotten");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    s.fake.cgroup("/batch/job", "", "");
+    s.until_managed(&mut c, "job").await;
+    drop(c);
+    s.stop().await;
+}
