@@ -8,6 +8,7 @@
 //! Skips with the reason where numa-vm, QEMU, root or `placed-train` is missing. Timings in
 //! the guest (software emulation) say nothing about real hardware.
 
+use std::path::Path;
 use std::process::Command;
 
 use crate::guest_support;
@@ -26,6 +27,41 @@ enum Expect {
     Placed,
 }
 
+/// Boots a guest under systemd with numa-vm's `topology` flags and 2 GiB, and runs the bash
+/// `script` there with `args`. An emulated guest that never reached the script (empty
+/// stdout: boot hung under TCG on a loaded 2-core host) says nothing about placed, so it is
+/// booted once more.
+fn boot(
+    vm: &Path,
+    topology: &[&str],
+    script: &Path,
+    args: &[std::ffi::OsString],
+) -> std::process::Output {
+    let once = || {
+        Command::new(vm)
+            .current_dir(guest_support::workspace())
+            .env("NUMA_VM_NO_INSTALL", "1")
+            .args(["run", "--systemd"])
+            .args(topology)
+            .args(["--mem", "2G", "--timeout", "900"])
+            .args(["--env", "PLACED_IN_GUEST=1", "--"])
+            .arg("bash")
+            .arg(script)
+            .args(args)
+            .output()
+            .expect("numa-vm runs")
+    };
+    let out = once();
+    if !out.status.success() && out.stdout.is_empty() {
+        println!(
+            "--- first boot produced nothing; retrying ---\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return once();
+    }
+    out
+}
+
 fn run_guest(nodes: &str, cpus_per_node: &str, smt: &str, sockets: &str, expect: Expect) {
     let _one = ONE_GUEST.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(why) = guest_support::unavailable() {
@@ -40,47 +76,27 @@ fn run_guest(nodes: &str, cpus_per_node: &str, smt: &str, sockets: &str, expect:
     let script = workspace.join("tests/e2e/guest-daemon.sh");
     let unit = workspace.join("dist/placed.service");
     let started = std::time::Instant::now();
-    let boot = || {
-        Command::new(&vm)
-            .current_dir(&workspace)
-            .env("NUMA_VM_NO_INSTALL", "1")
-            .args([
-                "run",
-                "--systemd",
-                "--nodes",
-                nodes,
-                "--cpus-per-node",
-                cpus_per_node,
-                "--smt",
-                smt,
-                "--sockets",
-                sockets,
-                "--mem",
-                "2G",
-                "--timeout",
-                "900",
-            ])
-            .args(["--env", "PLACED_IN_GUEST=1", "--"])
-            .arg("bash")
-            .arg(&script)
-            .arg(env!("CARGO_BIN_EXE_placed"))
-            .arg(crate::bins::bin("placectl"))
-            .arg(&train)
-            .arg(crate::bins::bin("placed-testload"))
-            .arg(&unit)
-            .output()
-            .expect("numa-vm runs")
-    };
-    let mut out = boot();
-    // An emulated guest that never reached the script (empty stdout: boot hung under
-    // TCG on a loaded 2-core host) says nothing about placed; boot it once more.
-    if !out.status.success() && out.stdout.is_empty() {
-        println!(
-            "--- first boot produced nothing; retrying ---\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out = boot();
-    }
+    let out = boot(
+        &vm,
+        &[
+            "--nodes",
+            nodes,
+            "--cpus-per-node",
+            cpus_per_node,
+            "--smt",
+            smt,
+            "--sockets",
+            sockets,
+        ],
+        &script,
+        &[
+            env!("CARGO_BIN_EXE_placed").into(),
+            crate::bins::bin("placectl").into(),
+            train.into(),
+            crate::bins::bin("placed-testload").into(),
+            unit.into(),
+        ],
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     println!("--- guest stdout ---\n{stdout}\n--- guest stderr ---\n{stderr}");
@@ -116,4 +132,92 @@ fn daemon_unit_in_a_two_node_guest() {
 fn daemon_unit_in_a_four_node_smt_guest() {
     // Two nodes per socket: one node, two of one socket, or two of two sockets.
     run_guest("4", "2", "2", "2", Expect::Placed);
+}
+
+/// The highest `systemd-analyze security` exposure `dist/placed.service` may have, the score
+/// docs/daemon.md records ("Hardening"): a directive dropped from the unit fails the test.
+const MAX_EXPOSURE: &str = "2.9";
+
+/// The Debian package as an operator uses it, in a guest under systemd (one boot for all):
+/// built here from the binaries cargo built for this test, `dpkg -i`, the unit's exposure,
+/// started as shipped and `placectl status` on the installed socket, a container of another
+/// user placed through the hardened unit, journald priorities, three `systemctl reload`s,
+/// then `dpkg -r` and `dpkg -P` leaving no unit, socket or state behind. The work happens in
+/// `guest-package.sh`; this builds the package and checks what the script printed.
+#[test]
+fn debian_package_installed_run_and_removed_in_a_guest() {
+    let _one = ONE_GUEST.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(why) = guest_support::unavailable() {
+        eprintln!("skipped, because {why}");
+        return;
+    }
+    if !guest_support::on_path("dpkg-deb") {
+        eprintln!("skipped, because dpkg-deb is not installed (not a Debian host)");
+        return;
+    }
+    let Some(vm) = guest_support::numa_vm() else {
+        return;
+    };
+    let workspace = guest_support::workspace();
+    let placed = Path::new(env!("CARGO_BIN_EXE_placed"));
+    // The same profile directory holds the other two, once brought up to date.
+    let bin_dir = placed.parent().expect("placed lives in a target directory");
+    for other in ["placectl", "placed-train"] {
+        assert_eq!(crate::bins::bin(other).parent(), Some(bin_dir));
+    }
+    // Beside the binaries: the guest sees the host's root (read-only), so any host path works.
+    let out_dir = bin_dir.join("guest-package");
+    let started = std::time::Instant::now();
+    let built = Command::new(workspace.join("scripts/package-deb"))
+        .current_dir(&workspace)
+        .env("PLACED_BIN_DIR", bin_dir)
+        .env("PLACED_DEB_OUT", &out_dir)
+        .env("PLACED_DEB_COMPRESSION", "none")
+        .output()
+        .expect("scripts/package-deb runs");
+    assert!(
+        built.status.success(),
+        "scripts/package-deb failed: {}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let deb = String::from_utf8_lossy(&built.stdout)
+        .lines()
+        .last()
+        .map(str::to_owned)
+        .expect("package-deb names the package");
+    println!("package {deb} built in {:?}", started.elapsed());
+
+    let started = std::time::Instant::now();
+    let out = boot(
+        &vm,
+        &["--nodes", "2", "--cpus-per-node", "2", "--smt", "1"],
+        &workspace.join("tests/e2e/guest-package.sh"),
+        &[deb.into(), MAX_EXPOSURE.into()],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!(
+        "--- guest stdout ---\n{stdout}\n--- guest stderr ---\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("guest package run took {:?}", started.elapsed());
+    assert!(out.status.success(), "guest run failed: {:?}", out.status);
+    assert!(
+        stdout.contains("GUEST PACKAGE TESTS PASSED"),
+        "the guest script did not finish"
+    );
+    for check in [
+        "install",
+        "security",
+        "start-as-shipped",
+        "journal-priorities",
+        "manage",
+        "reload",
+        "remove",
+        "purge",
+    ] {
+        assert!(
+            stdout.contains(&format!("CHECK {check} ok")),
+            "check {check} missing"
+        );
+    }
 }
