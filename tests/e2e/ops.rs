@@ -126,11 +126,10 @@ fn monotonic_usec() -> u128 {
         tv_nsec: 0,
     };
     // SAFETY: clock_gettime writes into the struct we own.
-    assert_eq!(
-        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) },
-        0
-    );
-    u128::try_from(t.tv_sec).unwrap() * 1_000_000 + u128::try_from(t.tv_nsec).unwrap() / 1_000
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    assert_eq!(rc, 0, "clock_gettime");
+    let part = |v: i64| u128::try_from(v).expect("the monotonic clock is never negative");
+    part(t.tv_sec) * 1_000_000 + part(t.tv_nsec) / 1_000
 }
 
 /// Under `Type=notify` a reload is announced as systemd >= 253 requires of
