@@ -3,7 +3,8 @@
 //! vCPUs, nothing to predict) the accuracy gate refuses it and the daemon given it anyway
 //! only observes; on 4 nodes in 2 sockets containers are placed by the model policy and
 //! checked in /proc, and a daemon is stopped and one killed mid-migration, restarted by
-//! systemd. The work happens in `guest-daemon.sh`; this checks what it printed.
+//! systemd. The work happens in `guest-daemon.sh`; this checks what it printed. The Debian
+//! package is installed, run and removed the same way (`guest-package.sh`).
 //!
 //! Skips with the reason where numa-vm, QEMU, root or `placed-train` is missing. Timings in
 //! the guest (software emulation) say nothing about real hardware.
