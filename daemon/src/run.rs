@@ -213,27 +213,25 @@ async fn reloads(
             _ = cancel.cancelled() => return,
             _ = reload.requests.notified() => {}
         }
-        systemd::status("reloading the configuration");
+        systemd::reloading();
         let load = reload.load.clone();
-        let loaded = match tokio::task::spawn_blocking(move || load()).await {
-            Ok(l) => l,
-            Err(e) => {
-                tracing::error!(error = %e, "configuration not reloaded: reading it failed");
-                continue;
-            }
-        };
-        match loaded {
-            Ok(new) => {
+        match tokio::task::spawn_blocking(move || load()).await {
+            Ok(Ok(new)) => {
                 if let Some(r) = apply(&reload, &running, new, &daemon, &mut endpoint).await {
                     running = r;
                 }
             }
-            Err(e) => tracing::error!(
+            Ok(Err(e)) => tracing::error!(
                 error = %placed_core::text::error_line(&e),
                 "configuration not reloaded: the file is refused and the running configuration kept"
             ),
+            Err(e) => {
+                tracing::error!(error = %e, "configuration not reloaded: reading it failed")
+            }
         }
-        systemd::status("serving");
+        // READY=1 ends the reload for systemd whatever its outcome: a refused file leaves
+        // the daemon serving on its running configuration.
+        systemd::ready("serving");
     }
 }
 

@@ -1,4 +1,4 @@
-//! systemd integration: `Type=notify` readiness, status lines, and the watchdog.
+//! systemd integration: `Type=notify` readiness, reloads, status lines, and the watchdog.
 //!
 //! Outside systemd (`NOTIFY_SOCKET` unset) every call is a no-op, so the daemon runs the same
 //! by hand, in tests and under the unit.
@@ -11,6 +11,25 @@ use tokio_util::sync::CancellationToken;
 /// Tells systemd the daemon is ready: state restored, sockets listening.
 pub fn ready(status: &str) {
     notify(&[NotifyState::Ready, NotifyState::Status(status)]);
+}
+
+/// Tells systemd a reload has begun: `RELOADING=1` with the `CLOCK_MONOTONIC` time of the
+/// request, as systemd >= 253 requires of `Type=notify-reload` services (it then waits for
+/// [`ready`]); older systemd (Debian 12 has 252) takes `RELOADING=1` as a state change and
+/// ignores the time. The unit's `ExecReload=kill -HUP` works on both.
+pub fn reloading() {
+    match NotifyState::monotonic_usec_now() {
+        Ok(now) => notify(&[
+            NotifyState::Reloading,
+            now,
+            NotifyState::Status("reloading the configuration"),
+        ]),
+        // Without the time systemd >= 253 would fail the reload; a status line it takes.
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the monotonic clock for systemd's reload notice");
+            notify(&[NotifyState::Status("reloading the configuration")]);
+        }
+    }
 }
 
 pub fn status(status: &str) {

@@ -31,14 +31,17 @@ fn prefix(name: &str) -> String {
 }
 
 /// Creates a temporary file no one else has: `O_EXCL`, so even a name left by another
-/// process with a recycled pid is never reused.
-fn create_unique(dir: &Path, name: &str) -> std::io::Result<(PathBuf, std::fs::File)> {
+/// process with a recycled pid is never reused. Created with `mode` (less the umask), so
+/// the content is never readable by more than `mode` allows, not even before the rename.
+fn create_unique(dir: &Path, name: &str, mode: u32) -> std::io::Result<(PathBuf, std::fs::File)> {
+    use std::os::unix::fs::OpenOptionsExt as _;
     loop {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let tmp = dir.join(format!("{}{}-{n}", prefix(name), std::process::id()));
         match std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
+            .mode(mode)
             .open(&tmp)
         {
             Ok(f) => return Ok((tmp, f)),
@@ -48,10 +51,17 @@ fn create_unique(dir: &Path, name: &str) -> std::io::Result<(PathBuf, std::fs::F
     }
 }
 
-/// Writes `parts` one after another as the new content of `path`.
+/// Writes `parts` one after another as the new content of `path`, readable as the umask
+/// allows.
 pub fn write(path: &Path, parts: &[&[u8]]) -> std::io::Result<()> {
+    write_with_mode(path, parts, 0o666)
+}
+
+/// [`write`], the new file created with `mode` (less the umask): a file that replaces a
+/// more open one, written by an older version, takes the new mode.
+pub fn write_with_mode(path: &Path, parts: &[&[u8]], mode: u32) -> std::io::Result<()> {
     let (dir, name) = parts_of(path);
-    let (tmp, mut f) = create_unique(dir, &name)?;
+    let (tmp, mut f) = create_unique(dir, &name, mode)?;
     let result = (|| {
         for part in parts {
             f.write_all(part)?;
@@ -110,6 +120,19 @@ mod tests {
         assert_eq!(names.len(), 1);
         let err = write(&dir.path().join("missing/f"), &[b"x"]).unwrap_err();
         assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn a_private_write_replaces_an_open_file_with_a_private_one() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.json");
+        std::fs::write(&path, b"old").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        write_with_mode(&path, &[b"new"], 0o600).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{mode:o}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
     }
 
     /// Concurrent writers of one file: with one shared temporary name, a writer truncated

@@ -49,6 +49,8 @@ pub struct Setup {
     /// Run as systemd runs a service: stderr is "the journal" (`JOURNAL_STREAM` names the
     /// log file's device and inode).
     pub journal: bool,
+    /// `NOTIFY_SOCKET`: run as a `Type=notify` service, telling this datagram socket.
+    pub notify_socket: Option<PathBuf>,
 }
 
 impl Setup {
@@ -78,6 +80,7 @@ impl Default for Setup {
             command_metrics: false,
             policy_lines: String::new(),
             journal: false,
+            notify_socket: None,
         }
     }
 }
@@ -89,6 +92,7 @@ pub struct TestDaemon {
     log: PathBuf,
     config: PathBuf,
     journal: bool,
+    notify_socket: Option<PathBuf>,
 }
 
 impl TestDaemon {
@@ -176,6 +180,7 @@ allow_command_metrics = {command_metrics}
             log: dir.join("placed.log"),
             config: config_path,
             journal: setup.journal,
+            notify_socket: setup.notify_socket.clone(),
         };
         d.spawn();
         d
@@ -193,7 +198,11 @@ allow_command_metrics = {command_metrics}
             .arg("--config")
             .arg(&self.config)
             .env("RUST_LOG", "info,placed=debug")
-            .env_remove("JOURNAL_STREAM");
+            .env_remove("JOURNAL_STREAM")
+            .env_remove("NOTIFY_SOCKET");
+        if let Some(socket) = &self.notify_socket {
+            command.env("NOTIFY_SOCKET", socket);
+        }
         if self.journal {
             use std::os::unix::fs::MetadataExt;
             let m = log.metadata().expect("stat the log");

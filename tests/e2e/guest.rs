@@ -3,10 +3,14 @@
 //! vCPUs, nothing to predict) the accuracy gate refuses it and the daemon given it anyway
 //! only observes; on 4 nodes in 2 sockets containers are placed by the model policy and
 //! checked in /proc, and a daemon is stopped and one killed mid-migration, restarted by
-//! systemd. The work happens in `guest-daemon.sh`; this checks what it printed.
+//! systemd. The work happens in `guest-daemon.sh`; this checks what it printed. The Debian
+//! package is installed, run and removed the same way (`guest-package.sh`).
 //!
 //! Skips with the reason where numa-vm, QEMU, root or `placed-train` is missing. Timings in
 //! the guest (software emulation) say nothing about real hardware.
+
+use std::path::Path;
+use std::process::Command;
 
 use crate::guest_support;
 
@@ -98,6 +102,100 @@ fn daemon_unit_in_a_two_node_guest() {
 fn daemon_unit_in_a_four_node_smt_guest() {
     // Two nodes per socket: one node, two of one socket, or two of two sockets.
     run_guest("4", "2", "2", "2", Expect::Placed);
+}
+
+/// The highest `systemd-analyze security` exposure `dist/placed.service` may have, the score
+/// docs/daemon.md records ("Hardening"): a directive dropped from the unit fails the test.
+const MAX_EXPOSURE: &str = "2.9";
+
+/// The Debian package as an operator uses it, in a guest under systemd (one boot for all):
+/// built here from the binaries cargo built for this test, `dpkg -i`, the unit's exposure,
+/// started as shipped and `placectl status` on the installed socket, a container of another
+/// user placed through the hardened unit, journald priorities, three `systemctl reload`s,
+/// then `dpkg -r` and `dpkg -P` leaving no unit, socket or state behind. The work happens in
+/// `guest-package.sh`; this builds the package and checks what the script printed.
+#[test]
+fn debian_package_installed_run_and_removed_in_a_guest() {
+    if let Some(why) = guest_support::unavailable() {
+        eprintln!("skipped, because {why}");
+        return;
+    }
+    if !guest_support::on_path("dpkg-deb") {
+        eprintln!("skipped, because dpkg-deb is not installed (not a Debian host)");
+        return;
+    }
+    let Some(vm) = guest_support::numa_vm() else {
+        return;
+    };
+    let workspace = guest_support::workspace();
+    let placed = Path::new(env!("CARGO_BIN_EXE_placed"));
+    // The same profile directory holds the other two, once brought up to date.
+    let bin_dir = placed.parent().expect("placed lives in a target directory");
+    for other in ["placectl", "placed-train"] {
+        assert_eq!(crate::bins::bin(other).parent(), Some(bin_dir));
+    }
+    // Beside the binaries: the guest sees the host's root (read-only), so any host path works.
+    let out_dir = bin_dir.join("guest-package");
+    let started = std::time::Instant::now();
+    let built = Command::new(workspace.join("scripts/package-deb"))
+        .current_dir(&workspace)
+        .env("PLACED_BIN_DIR", bin_dir)
+        .env("PLACED_DEB_OUT", &out_dir)
+        .env("PLACED_DEB_COMPRESSION", "none")
+        .output()
+        .expect("scripts/package-deb runs");
+    assert!(
+        built.status.success(),
+        "scripts/package-deb failed: {}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let deb = String::from_utf8_lossy(&built.stdout)
+        .lines()
+        .last()
+        .map(str::to_owned)
+        .expect("package-deb names the package");
+    println!("package {deb} built in {:?}", started.elapsed());
+
+    let started = std::time::Instant::now();
+    let out = guest_support::Guest::new(&vm, &workspace)
+        .options(["--systemd", "--nodes", "2", "--cpus-per-node", "2", "--smt", "1"])
+        .options(["--mem", "2G", "--timeout", "900"])
+        .run([
+            "bash".into(),
+            workspace.join("tests/e2e/guest-package.sh").into_os_string(),
+            deb.into(),
+            MAX_EXPOSURE.into(),
+        ]);
+    let stdout = &out.stdout;
+    println!(
+        "--- guest stdout ---\n{stdout}\n--- guest stderr ---\n{}",
+        out.stderr
+    );
+    println!(
+        "guest package run took {:?} ({} boot(s))",
+        started.elapsed(),
+        out.boots
+    );
+    assert!(out.success(), "guest run failed: {:?}", out.status);
+    assert!(
+        stdout.contains("GUEST PACKAGE TESTS PASSED"),
+        "the guest script did not finish"
+    );
+    for check in [
+        "install",
+        "security",
+        "start-as-shipped",
+        "journal-priorities",
+        "manage",
+        "reload",
+        "remove",
+        "purge",
+    ] {
+        assert!(
+            stdout.contains(&format!("CHECK {check} ok")),
+            "check {check} missing"
+        );
+    }
 }
 
 /// A stand-in for numa-vm: `body` runs as a shell script, with `$n` the number of the boot

@@ -105,6 +105,85 @@ fn sighup_reloads_the_live_settings_and_survives_a_bad_file() {
     assert!(status.success(), "exit {status}:\n{}", d.log());
 }
 
+/// The next `sd_notify` message on `socket` that has `field`; every message is a datagram of
+/// `KEY=VALUE` lines. The socket's read timeout only bounds a hang.
+fn notice_with(socket: &std::os::unix::net::UnixDatagram, field: &str) -> String {
+    let mut buf = vec![0u8; 4096];
+    loop {
+        let n = socket
+            .recv(&mut buf)
+            .unwrap_or_else(|e| panic!("no sd_notify message with {field}: {e}"));
+        let message = String::from_utf8_lossy(&buf[..n]).into_owned();
+        if message.lines().any(|l| l.starts_with(field)) {
+            return message;
+        }
+    }
+}
+
+fn monotonic_usec() -> u128 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the struct we own.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    assert_eq!(rc, 0, "clock_gettime");
+    let part = |v: i64| u128::try_from(v).expect("the monotonic clock is never negative");
+    part(t.tv_sec) * 1_000_000 + part(t.tv_nsec) / 1_000
+}
+
+/// Under `Type=notify` a reload is announced as systemd >= 253 requires of
+/// `Type=notify-reload`: `RELOADING=1` with `MONOTONIC_USEC` taken after the SIGHUP, then
+/// `READY=1` once the file is applied, and also after a file that is refused.
+#[test]
+fn a_reload_tells_systemd_reloading_then_ready() {
+    let Some(_host) = host() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("notify.sock");
+    let notify = std::os::unix::net::UnixDatagram::bind(&path).unwrap();
+    notify
+        .set_read_timeout(Some(std::time::Duration::from_secs(120)))
+        .unwrap();
+    let mut d = TestDaemon::start(
+        dir.path(),
+        &Setup {
+            notify_socket: Some(path),
+            ..Setup::default()
+        },
+    );
+    notice_with(&notify, "READY=1");
+    for edit in [
+        ("default = \"observe\"", "default = \"conservative\""),
+        ("default = \"conservative\"", "default = \"greedy\""),
+    ] {
+        let config = std::fs::read_to_string(d.config_path()).unwrap();
+        assert!(config.contains(edit.0));
+        std::fs::write(d.config_path(), config.replace(edit.0, edit.1)).unwrap();
+        let before = monotonic_usec();
+        d.signal(libc::SIGHUP);
+        let reloading = notice_with(&notify, "RELOADING=1");
+        let usec: u128 = reloading
+            .lines()
+            .find_map(|l| l.strip_prefix("MONOTONIC_USEC="))
+            .unwrap_or_else(|| panic!("RELOADING=1 without MONOTONIC_USEC: {reloading:?}"))
+            .parse()
+            .unwrap();
+        assert!(
+            usec >= before && usec <= monotonic_usec(),
+            "MONOTONIC_USEC={usec} is not the time of this reload (sent after {before})"
+        );
+        let ready = notice_with(&notify, "READY=1");
+        assert!(!ready.contains("RELOADING=1"), "{ready}");
+    }
+    assert!(
+        d.log().contains("configuration not reloaded"),
+        "{}",
+        d.log()
+    );
+    let status = d.stop().expect("placed ran");
+    assert!(status.success(), "exit {status}:\n{}", d.log());
+}
+
 /// `GET /metrics` with `accept` (if any): the response's content type and body.
 fn scrape(port: u16, accept: Option<&str>) -> (String, String) {
     use std::io::{Read, Write};

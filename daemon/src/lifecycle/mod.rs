@@ -89,6 +89,10 @@ pub enum StartError {
     )]
     CommandUser { user: String },
     #[error(
+        "observe.allow_command_metrics needs CAP_SETUID and CAP_SETGID to run commands as observe.command_user, and this process's bounding set lacks them; the packaged unit leaves them out while command metrics are off: add them with a drop-in (docs/daemon.md, \"Hardening\")"
+    )]
+    CommandUserCapabilities,
+    #[error(
         "policy.default pins to placement {placement:?}, which this machine does not have for any vCPU count (placectl placements --vcpus N lists them)"
     )]
     DefaultPolicy { placement: String },

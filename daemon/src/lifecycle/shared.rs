@@ -84,11 +84,33 @@ fn command_user(config: &Config) -> Result<Option<RunAs>, StartError> {
     if user.uid.is_root() {
         return Err(StartError::CommandUser { user: name.clone() });
     }
+    // The packaged unit leaves CAP_SETUID and CAP_SETGID out of its bounding set while
+    // command metrics are off: said at start, not as EPERM at every measurement.
+    if !can_switch_user(bounding_set_has) {
+        return Err(StartError::CommandUserCapabilities);
+    }
     tracing::warn!(user = %name, "command metrics are allowed: API callers can run programs on this host as this user");
     Ok(Some(RunAs {
         uid: user.uid.as_raw(),
         gid: user.gid.as_raw(),
     }))
+}
+
+/// `linux/capability.h` (the libc crate does not have them).
+const CAP_SETGID: libc::c_ulong = 6;
+const CAP_SETUID: libc::c_ulong = 7;
+
+/// Whether capability `cap` is in this process's bounding set (a root process then holds
+/// it, as placed runs as root).
+fn bounding_set_has(cap: libc::c_ulong) -> bool {
+    // SAFETY: PR_CAPBSET_READ reads one flag of this process; no pointers are passed.
+    unsafe { libc::prctl(libc::PR_CAPBSET_READ, cap, 0, 0, 0) == 1 }
+}
+
+/// Whether the daemon may switch to the command user: setuid and setgid both need their
+/// capabilities (`has` answers for one).
+fn can_switch_user(has: impl Fn(libc::c_ulong) -> bool) -> bool {
+    has(CAP_SETUID) && has(CAP_SETGID)
 }
 
 impl Shared {
@@ -434,5 +456,20 @@ impl Shared {
             reasserts: Vec::new(),
             check_pending: false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn switching_user_needs_both_capabilities() {
+        assert!(can_switch_user(|_| true));
+        assert!(!can_switch_user(|c| c != CAP_SETUID));
+        assert!(!can_switch_user(|c| c != CAP_SETGID));
+        // This process: as the test runs (root or not, no unit around it), both are in
+        // its bounding set.
+        assert!(can_switch_user(bounding_set_has));
     }
 }

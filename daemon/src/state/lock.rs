@@ -44,7 +44,7 @@ pub fn acquire(state: &Path) -> Result<StateLock, StateError> {
         source,
     };
     if let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(io)?;
+        super::store::create_private_dir(dir).map_err(io)?;
     }
     // O_NONBLOCK: a FIFO planted at the lock path must not hang start-up; it is refused below.
     let file = std::fs::OpenOptions::new()
@@ -52,7 +52,7 @@ pub fn acquire(state: &Path) -> Result<StateLock, StateError> {
         .write(true)
         .create(true)
         .truncate(false)
-        .mode(0o600)
+        .mode(super::store::FILE_MODE)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
         .open(&path)
         .map_err(io)?;

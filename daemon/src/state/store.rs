@@ -18,6 +18,21 @@ use sha2::{Digest, Sha256};
 
 use super::State;
 
+/// The mode the state file (and its lock) is created with.
+pub const FILE_MODE: u32 = 0o600;
+/// The mode of a state directory the daemon creates; one that exists is left as it is (the
+/// package and the unit's `StateDirectoryMode=` set `/var/lib/placed`).
+pub const DIR_MODE: u32 = 0o700;
+
+/// Creates `dir` and any missing parents with [`DIR_MODE`].
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(DIR_MODE)
+        .create(dir)
+}
+
 /// The format version this build writes. Older versions are migrated on read.
 pub const STATE_VERSION: u32 = 1;
 const FORMAT: &str = "placed-state";
@@ -196,10 +211,16 @@ impl StateStore {
         })
         .map_err(|e| write_err(std::io::Error::other(e)))?;
         if let Some(dir) = self.path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(write_err)?;
+            create_private_dir(dir).map_err(write_err)?;
         }
-        placed_models::atomic_file::write(&self.path, &[&header, b"\n", &payload])
-            .map_err(write_err)
+        // The records hold every container's metric source (URLs, command lines): root's
+        // alone, like the directory.
+        placed_models::atomic_file::write_with_mode(
+            &self.path,
+            &[&header, b"\n", &payload],
+            FILE_MODE,
+        )
+        .map_err(write_err)
     }
 }
 
@@ -287,6 +308,23 @@ mod tests {
         // The file is readable: sets in cpulist syntax.
         let text = std::fs::read_to_string(store.path()).unwrap();
         assert!(text.contains("\"cpus\": \"8-11\""), "{text}");
+    }
+
+    #[test]
+    fn the_state_file_and_a_directory_made_for_it_are_roots_alone() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let store = StateStore::new(dir.path().join("new/state.json"));
+        store.save(&sample()).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(store.path()), 0o600, "{:o}", mode(store.path()));
+        assert_eq!(mode(&dir.path().join("new")), 0o700);
+        // A file an older version wrote world-readable is replaced by a private one.
+        std::fs::set_permissions(store.path(), std::fs::Permissions::from_mode(0o644)).unwrap();
+        store.save(&sample()).unwrap();
+        assert_eq!(mode(store.path()), 0o600);
+        let _lock = store.lock().unwrap();
+        assert_eq!(mode(&super::super::lock::lock_path(store.path())), 0o600);
     }
 
     fn literal(dir: &tempfile::TempDir, text: &str) -> StateStore {

@@ -106,6 +106,9 @@ enum Cli {
     /// Training workloads: list them, or run one kernel (what the collector starts).
     #[command(subcommand)]
     Workload(WorkloadCmd),
+    /// Print the man page, placed-train(1), as roff (for packaging).
+    #[command(hide = true)]
+    Man,
 }
 
 #[derive(clap::Subcommand, Debug)]
@@ -506,6 +509,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             );
         }
         Cli::Workload(cmd) => run_workload(cmd)?,
+        Cli::Man => {
+            use clap::CommandFactory as _;
+            let mut page = Vec::new();
+            clap_mangen::Man::new(Cli::command())
+                .section("1")
+                .render(&mut page)
+                .context("writing the man page")?;
+            print!("{}", String::from_utf8_lossy(&page));
+        }
     }
     Ok(())
 }
