@@ -1244,3 +1244,47 @@ fn aggressive_containers_never_keep_units_another_container_holds() {
                 .is_some_and(|d| d.contains("no free allocation units"))
     });
 }
+
+#[test]
+fn sigterm_ends_open_watch_streams_and_the_daemon_exits() {
+    if host().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = TestDaemon::start(dir.path(), &Setup::default());
+    let watch = std::process::Command::new(crate::bins::bin("placectl"))
+        .arg("watch")
+        .env("PLACED_SOCKET", &d.socket)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while metric(&d.metrics(), "placed_watchers") != Some(1.0) {
+        // Only bounds a hang: the stream is open once the daemon counts it.
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "the watch never opened"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The servers' graceful stop waits for open streams: before the fix placed hung here
+    // until stop()'s SIGKILL.
+    let status = d.stop().expect("placed was running");
+    assert!(
+        status.success(),
+        "placed did not exit on SIGTERM with a watcher connected: {status:?}\n{}",
+        d.log()
+    );
+    let out = watch.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(i32::from(Exit::Unavailable.code())),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("placed is stopping: watch again once it is back"),
+        "{stderr}"
+    );
+}

@@ -158,11 +158,21 @@ fn debian_package_installed_run_and_removed_in_a_guest() {
 
     let started = std::time::Instant::now();
     let out = guest_support::Guest::new(&vm, &workspace)
-        .options(["--systemd", "--nodes", "2", "--cpus-per-node", "2", "--smt", "1"])
+        .options([
+            "--systemd",
+            "--nodes",
+            "2",
+            "--cpus-per-node",
+            "2",
+            "--smt",
+            "1",
+        ])
         .options(["--mem", "2G", "--timeout", "900"])
         .run([
             "bash".into(),
-            workspace.join("tests/e2e/guest-package.sh").into_os_string(),
+            workspace
+                .join("tests/e2e/guest-package.sh")
+                .into_os_string(),
             deb.into(),
             MAX_EXPOSURE.into(),
         ]);

@@ -43,6 +43,11 @@ impl Api {
         let _ = self.daemon.set(daemon);
     }
 
+    /// Ends every `Watch` stream: the daemon is stopping.
+    pub fn stopping(&self) {
+        self.watchers.close();
+    }
+
     /// Counts a request answered with an error in `placed_errors_total{kind="api"}` (once
     /// the daemon is up: before, everything is UNAVAILABLE and there is nothing to count in).
     fn counted<T>(&self, result: Result<T, Status>) -> Result<T, Status> {

@@ -51,7 +51,10 @@ impl Serving {
             .await;
     }
 
+    /// Marks the daemon as stopping: health says NOT_SERVING and every `Watch` stream
+    /// ends, so that the servers' graceful stop does not wait on them.
     pub async fn stopping(&self) {
+        self.api.stopping();
         self.health
             .set_service_status(SERVICE, ServingStatus::NotServing)
             .await;

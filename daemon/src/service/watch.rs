@@ -2,7 +2,10 @@
 //! watcher that falls behind the live broadcast is ended with ABORTED and the sequence to
 //! resume after, instead of silently losing events. At most `grpc.max_watchers` streams
 //! are open at once ([`Watchers`]): each holds a broadcast receiver and its buffers, and
-//! 10,000 streams took 78 MiB without a cap.
+//! 10,000 streams took 78 MiB without a cap. When the daemon stops, every stream ends with
+//! UNAVAILABLE and the sequence to resume after: the server's graceful stop waits for its
+//! streams to end, and an event stream never ends by itself, so without it `placed` hung on
+//! SIGTERM for as long as any watcher stayed connected.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -13,6 +16,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_stream::wrappers::BroadcastStream;
 use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
 use tokio_stream::{Stream, StreamExt};
+use tokio_util::sync::CancellationToken;
 use tonic::Status;
 
 use crate::lifecycle::Daemon;
@@ -28,6 +32,8 @@ pub struct Watchers {
     slots: Arc<Semaphore>,
     max: usize,
     open: Gauge,
+    /// Cancelled when the daemon stops: every stream ends.
+    closing: CancellationToken,
 }
 
 /// One open stream's place; given back when the stream is dropped (it ended, the client
@@ -36,6 +42,7 @@ pub struct Watchers {
 pub struct Slot {
     _permit: OwnedSemaphorePermit,
     open: Gauge,
+    closing: CancellationToken,
 }
 
 impl Drop for Slot {
@@ -50,7 +57,13 @@ impl Watchers {
             slots: Arc::new(Semaphore::new(max)),
             max,
             open,
+            closing: CancellationToken::new(),
         }
+    }
+
+    /// Ends every stream, open or opened from now on: the daemon is stopping.
+    pub fn close(&self) {
+        self.closing.cancel();
     }
 
     /// A place for one more stream, or RESOURCE_EXHAUSTED naming the limit and its setting.
@@ -65,6 +78,7 @@ impl Watchers {
         Ok(Slot {
             _permit: permit,
             open: self.open.clone(),
+            closing: self.closing.clone(),
         })
     }
 }
@@ -102,11 +116,28 @@ pub fn stream(
             "this watcher fell behind and {n} events were dropped: watch again with resume_after_sequence = {last}"
         ))),
     });
+    let last_seen = Arc::new(std::sync::atomic::AtomicU64::new(last));
+    let seen = Arc::clone(&last_seen);
     let events = backlog.chain(live).filter_map(move |item| match item {
-        Ok(e) if wanted(&e) => Some(Ok(convert::event(&e))),
-        Ok(_) => None,
+        Ok(e) => {
+            seen.fetch_max(e.sequence, std::sync::atomic::Ordering::Relaxed);
+            wanted(&e).then(|| Ok(convert::event(&e)))
+        }
         Err(status) => Some(Err(status)),
     });
+    let closing = slot.closing.clone();
+    let stopped = tokio_stream::once(()).then(move |()| {
+        let closing = closing.clone();
+        let last_seen = Arc::clone(&last_seen);
+        async move {
+            closing.cancelled().await;
+            Err(Status::unavailable(format!(
+                "placed is stopping: watch again once it is back, with resume_after_sequence = {}",
+                last_seen.load(std::sync::atomic::Ordering::Relaxed)
+            )))
+        }
+    });
+    let events = events.merge(stopped);
     // The stream ends after an error (a lagged watcher must reconnect to resume).
     let mut failed = false;
     let events = events.take_while(move |item| {
