@@ -54,13 +54,14 @@ pub fn run<S: Strategy>(
     };
     let started = Instant::now();
     let result = TestRunner::new(config).run(&strategy, property);
-    let seconds = started.elapsed().as_secs_f64();
-    eprintln!(
-        "fuzz {target}: {cases} cases in {seconds:.2} s ({:.0} cases/s), seed {seed}",
-        f64::from(cases) / seconds.max(1e-9)
-    );
     match result {
-        Ok(()) => {}
+        Ok(()) => {
+            let seconds = started.elapsed().as_secs_f64();
+            eprintln!(
+                "fuzz {target}: {cases} cases in {seconds:.2} s ({:.0} cases/s), seed {seed}",
+                f64::from(cases) / seconds.max(1e-9)
+            );
+        }
         Err(TestError::Fail(why, input)) => {
             let shown = clip(&format!("{input:?}"), 1_000);
             panic!("fuzz {target} (seed {seed}): {why}\nminimal input: {shown}");
