@@ -253,3 +253,27 @@ fn training_data_with_a_long_name_is_refused_naming_the_field() {
     );
     assert!(line.len() < 400, "{} bytes", line.len());
 }
+
+/// Found by `model_files_with_mutated_bodies_signed_again` in the long mode: a model
+/// file's counter name, longer than training data allows, was quoted whole by every
+/// prediction ("the model needs counter ...").
+#[test]
+fn model_file_with_a_long_counter_name_is_inconsistent() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut body: Value =
+        serde_json::from_str::<Value>(&model_file(dir.path())).expect("JSON")["model"].clone();
+    let features = body["features"].as_array_mut().expect("features");
+    features.push(
+        serde_json::json!({"counter": {"observed_in": "baseline", "name": "x".repeat(100_000)}}),
+    );
+    let path = dir.path().join("model.json");
+    std::fs::write(&path, signed(&body)).expect("writable");
+    let err = Model::load(&path).expect_err("a name past the bound");
+    let line = fuzz::message(&err);
+    assert!(
+        line.contains("inconsistent: a name of 100000 characters"),
+        "{}",
+        &line[..200.min(line.len())]
+    );
+    assert!(line.len() < 400, "{} bytes", line.len());
+}
