@@ -233,3 +233,18 @@ fn state_file_error_quotes_a_long_string_cut() {
         assert!(line.len() < 1_000, "{} bytes", line.len());
     }
 }
+
+/// Found by `config_mutated_as_text` in the long mode: a log level that is not a filter was
+/// quoted whole, with the filter parser's complaint quoting it again.
+#[test]
+fn config_log_level_error_quotes_a_long_level_cut() {
+    let text = format!("[daemon]\nlog_level = \"{}\"\n", "[".repeat(100_000));
+    let err = Config::parse(Path::new("placed.toml"), &text).expect_err("not a filter");
+    let line = fuzz::message(&err);
+    assert!(
+        line.contains("daemon.log_level"),
+        "{}",
+        &line[..200.min(line.len())]
+    );
+    assert!(line.len() < 800, "{} bytes", line.len());
+}
