@@ -223,3 +223,24 @@ fn cpu_list_error_quotes_a_long_list_cut() {
     assert!(line.len() < 400, "{} bytes", line.len());
     assert!(line.contains("100002 characters in all"), "{line}");
 }
+
+/// Found by `hwloc_xml_mutated_from_the_corpus` in the long mode: the XML parser's
+/// complaint about a mismatched closing tag quoted the tag name whole.
+#[test]
+fn malformed_xml_error_quotes_a_long_tag_cut() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("bad.xml");
+    let xml = format!(
+        "<topology version=\"2.0\"><object></{}>",
+        "A".repeat(100_000)
+    );
+    std::fs::write(&path, xml).expect("writable");
+    let err = Machine::load(&TopologySource::XmlFile(path), None).expect_err("not XML");
+    let line = fuzz::message(&err);
+    assert!(
+        line.contains("is not well-formed XML"),
+        "{}",
+        &line[..200.min(line.len())]
+    );
+    assert!(line.len() < 600, "{} bytes", line.len());
+}

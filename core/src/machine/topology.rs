@@ -247,7 +247,8 @@ fn check_xml(path: &Path, text: &str) -> Result<(), TopologyError> {
     let doc = roxmltree::Document::parse_with_options(text, options).map_err(|e| {
         TopologyError::MalformedXml {
             path: path.to_owned(),
-            detail: e.to_string(),
+            // The parser quotes a mismatched tag name whole.
+            detail: crate::text::clip(&e.to_string(), 200),
         }
     })?;
     let not_topology = |detail: String| TopologyError::NotATopology {
