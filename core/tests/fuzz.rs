@@ -244,3 +244,34 @@ fn malformed_xml_error_quotes_a_long_tag_cut() {
     );
     assert!(line.len() < 600, "{} bytes", line.len());
 }
+
+/// Found by `hwloc_xml_mutated_from_the_corpus` in the long mode: the pre-parse quoted an
+/// object's type whole in its refusals.
+#[test]
+fn hwloc_object_type_is_quoted_cut() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sets = [
+        "cpuset",
+        "complete_cpuset",
+        "allowed_cpuset",
+        "nodeset",
+        "complete_nodeset",
+        "allowed_nodeset",
+    ]
+    .map(|a| format!("{a}=\"0x1\""))
+    .join(" ");
+    let long = "L".repeat(100_000);
+    let xml = format!(
+        "<topology version=\"2.0\"><object type=\"Machine\" {sets}><object type=\"{long}\" cpuset=\"0x1\"/></object></topology>"
+    );
+    let path = dir.path().join("bad.xml");
+    std::fs::write(&path, xml).expect("writable");
+    let err = Machine::load(&TopologySource::XmlFile(path), None).expect_err("no nodeset");
+    let line = fuzz::message(&err);
+    assert!(
+        line.contains("has a cpuset but no"),
+        "{}",
+        &line[..200.min(line.len())]
+    );
+    assert!(line.len() < 600, "{} bytes", line.len());
+}
