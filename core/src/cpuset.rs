@@ -32,7 +32,9 @@ pub struct IdSet<K> {
     kind: PhantomData<fn() -> K>,
 }
 
-/// A cpulist that could not be parsed; the message names the offending piece.
+/// A cpulist that could not be parsed; the message names the offending piece. `input` and
+/// `piece` are cut to [`QUOTED`] characters: a list can come from a file or a request of
+/// any length, and the message must stay a line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParseIdSetError {
     #[error("invalid id list {input:?}: {piece:?} is not a number or a range like 0-3")]
@@ -42,6 +44,9 @@ pub enum ParseIdSetError {
     #[error("invalid id list {input:?}: id {id} is above the limit of {MAX_ID}")]
     TooLarge { input: String, id: u64 },
 }
+
+/// How much of a refused list its error quotes.
+pub const QUOTED: usize = 80;
 
 impl<K> IdSet<K> {
     /// The empty set.
@@ -269,15 +274,16 @@ impl<K> FromStr for IdSet<K> {
         if trimmed.is_empty() {
             return Ok(set);
         }
+        let quoted = |text: &str| crate::text::clip(text, QUOTED);
         let malformed = |piece: &str| ParseIdSetError::Malformed {
-            input: input.to_owned(),
-            piece: piece.to_owned(),
+            input: quoted(input),
+            piece: quoted(piece),
         };
         let number = |s: &str, piece: &str| -> Result<u32, ParseIdSetError> {
             let n: u64 = s.trim().parse().map_err(|_| malformed(piece))?;
             if n > u64::from(MAX_ID) {
                 return Err(ParseIdSetError::TooLarge {
-                    input: input.to_owned(),
+                    input: quoted(input),
                     id: n,
                 });
             }
@@ -289,8 +295,8 @@ impl<K> FromStr for IdSet<K> {
                     let (lo, hi) = (number(a, piece)?, number(b, piece)?);
                     if lo > hi {
                         return Err(ParseIdSetError::Backwards {
-                            input: input.to_owned(),
-                            piece: piece.to_owned(),
+                            input: quoted(input),
+                            piece: quoted(piece),
                         });
                     }
                     set.extend(lo..=hi);

@@ -145,7 +145,17 @@ pub enum DataError {
 pub enum Problem {
     /// Not JSON, or not a header or run record.
     #[error("not a valid record")]
-    Parse(#[source] serde_json::Error),
+    Parse(#[source] crate::json_error::JsonError),
+    /// A name or text longer than [`MAX_NAME`].
+    #[error("{field} {start:?} is {length} characters long, more than {MAX_NAME}")]
+    TooLong {
+        /// Which field.
+        field: &'static str,
+        /// Its first characters.
+        start: String,
+        /// Its length in characters.
+        length: usize,
+    },
     /// The file has no lines at all.
     #[error("empty file: expected a machine header line first")]
     Empty,
@@ -286,7 +296,7 @@ impl Dataset {
             let parsed = serde_json::from_str::<Line>(raw).map_err(|e| DataError::Invalid {
                 path: origin.to_owned(),
                 line,
-                problem: Problem::Parse(e),
+                problem: Problem::Parse(e.into()),
             })?;
             lines.push((line, parsed));
         }
@@ -474,6 +484,26 @@ fn validate(lines: Vec<(usize, Line)>) -> Result<Dataset, (usize, Problem)> {
     })
 }
 
+/// The longest name or text a record may hold: every other problem quotes these, and a
+/// message must stay a line.
+pub const MAX_NAME: usize = 200;
+
+fn check_names<'a>(
+    names: impl IntoIterator<Item = (&'static str, &'a str)>,
+) -> Result<(), Problem> {
+    for (field, value) in names {
+        let length = value.chars().count();
+        if length > MAX_NAME {
+            return Err(Problem::TooLong {
+                field,
+                start: crate::json_error::clip(value, 40),
+                length,
+            });
+        }
+    }
+    Ok(())
+}
+
 fn check_header(header: &MachineHeader) -> Result<(), Problem> {
     if header.version != DATA_FORMAT_VERSION {
         return Err(Problem::UnsupportedVersion {
@@ -482,6 +512,15 @@ fn check_header(header: &MachineHeader) -> Result<(), Problem> {
         });
     }
     let bad = |reason: String| Err(Problem::BadHeader { reason });
+    let names = std::iter::once(("fingerprint", header.fingerprint.as_str()))
+        .chain(header.concerns.iter().map(|c| ("concern", c.as_str())))
+        .chain(
+            header
+                .placements
+                .iter()
+                .map(|p| ("placement id", p.id.as_str())),
+        );
+    check_names(names)?;
     if header.v == 0 {
         return bad("v must be at least 1".into());
     }
@@ -517,6 +556,17 @@ fn check_record(
     known: &HashSet<&str>,
     record: &RunRecord,
 ) -> Result<(), Problem> {
+    let names = [
+        ("fingerprint", record.fingerprint.as_str()),
+        ("workload", record.workload.as_str()),
+        ("family", record.family.as_str()),
+        ("placement", record.placement.as_str()),
+        ("unit", record.performance.unit.as_str()),
+    ]
+    .into_iter()
+    .chain(record.counters.keys().map(|k| ("counter", k.as_str())))
+    .chain(record.unusable.iter().map(|u| ("unusable", u.as_str())));
+    check_names(names)?;
     if record.fingerprint != header.fingerprint {
         return Err(Problem::MixedMachineClass {
             expected: header.fingerprint.clone(),

@@ -46,6 +46,7 @@ pub mod evaluation;
 pub mod features;
 pub mod forest;
 pub mod gate;
+pub mod json_error;
 pub mod model;
 pub mod model_file;
 mod probe;

@@ -154,6 +154,31 @@ impl Model {
     /// Checks a body (from a file or just trained) and wraps it; `id` derives from its
     /// serialised bytes.
     pub(crate) fn from_body(body: ModelBody, id: String) -> Result<Self, String> {
+        // Names come from training data, which bounds them; a file past that bound was not
+        // written by placed-train, and its names would make messages of any length.
+        let counters = body.features.iter().filter_map(|f| match f {
+            Feature::Counter { name, .. } => Some(name.as_str()),
+            Feature::ProbeRatio => None,
+        });
+        let names = [
+            body.machine.fingerprint.as_str(),
+            body.baseline.as_str(),
+            body.probe.as_str(),
+        ]
+        .into_iter()
+        .chain(body.concerns.iter().map(String::as_str))
+        .chain(body.placements.iter().map(|p| p.id.as_str()))
+        .chain(counters);
+        for name in names {
+            let length = name.chars().count();
+            if length > crate::data::MAX_NAME {
+                return Err(format!(
+                    "a name of {length} characters ({:?}), more than {}",
+                    crate::json_error::clip(name, 40),
+                    crate::data::MAX_NAME
+                ));
+            }
+        }
         let index = |id: &str| {
             body.placements
                 .iter()

@@ -39,7 +39,7 @@ pub enum ModelFileError {
         /// The file.
         path: PathBuf,
         /// The parser's complaint.
-        source: serde_json::Error,
+        source: crate::json_error::JsonError,
     },
     /// JSON, but not a placed model.
     #[error("{path} is not a placed model file (format {found:?}, expected {MODEL_FORMAT:?})")]
@@ -142,7 +142,7 @@ impl Model {
             return Err(ModelFileError::WrongMachine {
                 path: path.to_owned(),
                 expected: machine.fingerprint.clone(),
-                found: found.fingerprint.clone(),
+                found: crate::json_error::clip(&found.fingerprint, 80),
             });
         }
         if found.v != machine.v {
@@ -157,6 +157,7 @@ impl Model {
 
     fn from_file_text(text: &str, path: &Path) -> Result<Self, ModelFileError> {
         let parse_error = |source: serde_json::Error| {
+            let source = crate::json_error::JsonError::from(source);
             if source.is_eof() {
                 ModelFileError::Truncated {
                     path: path.to_owned(),
@@ -173,7 +174,7 @@ impl Model {
         if head.format != MODEL_FORMAT {
             return Err(ModelFileError::NotAModel {
                 path: path.to_owned(),
-                found: head.format,
+                found: crate::json_error::clip(&head.format, 80),
             });
         }
         if head.version != MODEL_VERSION {

@@ -8,6 +8,13 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::cpuset::CpuSet;
+use crate::text::clip;
+
+/// A value from the file as an error message shows it: debug-quoted, and cut, since the
+/// file may hold a string or a list of any length.
+fn quoted(value: &impl std::fmt::Debug) -> String {
+    clip(&format!("{value:?}"), 80)
+}
 
 /// The only format version this build reads.
 pub const MACHINE_FILE_VERSION: u32 = 1;
@@ -111,7 +118,50 @@ pub enum MachineFileError {
     Invalid { path: PathBuf, detail: String },
 }
 
+/// The longest name (of a level, a concern, a unit) a machine file may give: the machine
+/// model quotes these names in its own errors, which must stay one line.
+pub const MAX_NAME: usize = 64;
+
 impl MachineFile {
+    /// Every name is short enough to quote.
+    fn check_names(&self) -> Result<(), String> {
+        let ic_unit = self.interconnect.as_ref().map(|ic| ic.unit.as_str());
+        let names = [
+            ("name", self.name.as_deref()),
+            ("allocation_unit", self.allocation_unit.as_deref()),
+            ("interconnect.unit", ic_unit),
+        ]
+        .into_iter()
+        .filter_map(|(field, v)| Some((field, v?)))
+        .chain(
+            self.concerns
+                .remove
+                .iter()
+                .map(|n| ("concerns.remove", n.as_str())),
+        )
+        .chain(
+            self.concerns
+                .set
+                .keys()
+                .map(|n| ("concerns.set", n.as_str())),
+        )
+        .chain(
+            self.concerns
+                .add
+                .iter()
+                .map(|a| ("concerns.add name", a.name.as_str())),
+        );
+        for (field, name) in names {
+            if name.chars().count() > MAX_NAME {
+                return Err(format!(
+                    "{field} {} is longer than {MAX_NAME} characters",
+                    quoted(&name)
+                ));
+            }
+        }
+        Ok(())
+    }
+
     pub fn load(path: &Path) -> Result<Self, MachineFileError> {
         let text = std::fs::read_to_string(path).map_err(|source| MachineFileError::Read {
             path: path.to_owned(),
@@ -127,7 +177,8 @@ impl MachineFile {
                 path: path.to_owned(),
                 line: e.line(),
                 column: e.column(),
-                detail: e.to_string(),
+                // serde quotes an unknown field or a mistyped string whole, at any length.
+                detail: clip(&e.to_string(), 600),
             })?;
         let invalid = |detail: String| MachineFileError::Invalid {
             path: path.to_owned(),
@@ -139,6 +190,7 @@ impl MachineFile {
                 found: file.version,
             });
         }
+        file.check_names().map_err(invalid)?;
         if let Some(ic) = &file.interconnect {
             if ic.matrix.is_none() && ic.sets.is_empty() {
                 return Err(invalid("interconnect has neither a matrix nor sets".into()));
@@ -147,8 +199,8 @@ impl MachineFile {
                 let n = m.nodes.len();
                 if m.values.len() != n || m.values.iter().any(|r| r.len() != n) {
                     return Err(invalid(format!(
-                        "interconnect matrix must be {n} x {n} for nodes {:?}",
-                        m.nodes
+                        "interconnect matrix must be {n} x {n} for nodes {}",
+                        quoted(&m.nodes)
                     )));
                 }
                 if m.values
@@ -164,8 +216,8 @@ impl MachineFile {
             for s in &ic.sets {
                 if s.nodes.is_empty() || !s.bandwidth.is_finite() || s.bandwidth <= 0.0 {
                     return Err(invalid(format!(
-                        "interconnect set {:?} needs nodes and a positive bandwidth",
-                        s.nodes
+                        "interconnect set {} needs nodes and a positive bandwidth",
+                        quoted(&s.nodes)
                     )));
                 }
             }
@@ -178,16 +230,16 @@ impl MachineFile {
                     .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
             {
                 return Err(invalid(format!(
-                    "concern name {:?} must be lowercase letters, digits and _",
-                    a.name
+                    "concern name {} must be lowercase letters, digits and _",
+                    quoted(&a.name)
                 )));
             }
             match (&a.cpus, &a.node_weights) {
                 (Some(_), None) | (None, Some(_)) => {}
                 _ => {
                     return Err(invalid(format!(
-                        "added concern {:?} needs exactly one of cpus or node_weights",
-                        a.name
+                        "added concern {} needs exactly one of cpus or node_weights",
+                        quoted(&a.name)
                     )));
                 }
             }
@@ -195,8 +247,9 @@ impl MachineFile {
                 for (k, v) in w {
                     if k.parse::<u32>().is_err() || !v.is_finite() {
                         return Err(invalid(format!(
-                            "node_weights of {:?}: {k:?} -> {v} is not node id -> number",
-                            a.name
+                            "node_weights of {}: {} -> {v} is not node id -> number",
+                            quoted(&a.name),
+                            quoted(k)
                         )));
                     }
                 }

@@ -247,7 +247,8 @@ fn check_xml(path: &Path, text: &str) -> Result<(), TopologyError> {
     let doc = roxmltree::Document::parse_with_options(text, options).map_err(|e| {
         TopologyError::MalformedXml {
             path: path.to_owned(),
-            detail: e.to_string(),
+            // The parser quotes a mismatched tag name whole.
+            detail: crate::text::clip(&e.to_string(), 200),
         }
     })?;
     let not_topology = |detail: String| TopologyError::NotATopology {
@@ -258,7 +259,7 @@ fn check_xml(path: &Path, text: &str) -> Result<(), TopologyError> {
     if root.tag_name().name() != "topology" {
         return Err(not_topology(format!(
             "the root element is <{}>, not <topology>",
-            root.tag_name().name()
+            crate::text::clip(root.tag_name().name(), 40)
         )));
     }
     // Format v1 files have no version attribute (and their DOCTYPE may still say hwloc2.dtd).
@@ -268,7 +269,7 @@ fn check_xml(path: &Path, text: &str) -> Result<(), TopologyError> {
         Some(v) => {
             return Err(TopologyError::UnsupportedXmlVersion {
                 path: path.to_owned(),
-                version: v.to_owned(),
+                version: crate::text::clip(v, 40),
                 supported: "2.x (formats v1 and v2)",
             });
         }
@@ -281,7 +282,7 @@ fn check_xml(path: &Path, text: &str) -> Result<(), TopologyError> {
         other => {
             return Err(not_topology(format!(
                 "the top object has type {:?}, not Machine",
-                other.unwrap_or("(none)")
+                crate::text::clip(other.unwrap_or("(none)"), 40)
             )));
         }
     }
@@ -307,6 +308,9 @@ fn check_xml(path: &Path, text: &str) -> Result<(), TopologyError> {
                 "the <object> at line {line} has no type"
             )));
         };
+        // Every message below names the type; hwloc's are short, so only a bogus one is cut.
+        let ty = crate::text::clip(ty, 40);
+        let ty = ty.as_str();
         if ty == "NUMANode" {
             numa += 1;
         }
@@ -365,6 +369,12 @@ fn check_indexes(obj: &roxmltree::Node, ty: &str, line: u32) -> Result<(), Strin
                 "the {ty} object at line {line} has an infinite {attr}"
             ));
         }
+        if !well_formed_bitmap(v) {
+            return Err(format!(
+                "the {ty} object at line {line} has a malformed {attr} {:?}: expected hwloc's 0x-prefixed hex words separated by commas",
+                crate::text::clip(v, 40)
+            ));
+        }
         if v.split(',').count() > max_words {
             return Err(format!(
                 "the {ty} object at line {line} has a {attr} with ids above {max}"
@@ -372,6 +382,19 @@ fn check_indexes(obj: &roxmltree::Node, ty: &str, line: u32) -> Result<(), Strin
         }
     }
     Ok(())
+}
+
+/// hwloc's bitmap syntax as hwloc writes it: comma-separated words of `0x` and 1 to 8 hex
+/// digits, an empty word standing for a zero one, the first word present. hwloc's own
+/// parser (`hwloc_bitmap_sscanf`) asserts on a leading comma, which aborts the whole
+/// process, and reads past the end of an empty value.
+fn well_formed_bitmap(v: &str) -> bool {
+    let word = |w: &str| {
+        w.strip_prefix("0x")
+            .is_some_and(|d| (1..=8).contains(&d.len()) && d.bytes().all(|b| b.is_ascii_hexdigit()))
+    };
+    let mut words = v.split(',');
+    words.next().is_some_and(word) && words.all(|w| w.is_empty() || word(w))
 }
 
 fn cpus_of(set: &hwlocality::cpu::cpuset::CpuSet) -> CpuSet {

@@ -151,7 +151,7 @@ impl StateStore {
         if state.fingerprint != live_fingerprint {
             return Err(StateError::Fingerprint {
                 path: self.path.clone(),
-                stored: state.fingerprint,
+                stored: placed_core::text::clip(&state.fingerprint, 80),
                 live: live_fingerprint.to_owned(),
             });
         }
@@ -159,9 +159,11 @@ impl StateStore {
     }
 
     fn decode(&self, bytes: &[u8]) -> Result<State, StateError> {
+        // serde quotes a mistyped string or an unknown field whole, and the header's fields
+        // are the file's: the detail is cut so that the message stays a line.
         let corrupt = |detail: String| StateError::Corrupt {
             path: self.path.clone(),
-            detail,
+            detail: placed_core::text::clip(&detail, 400),
         };
         let split = bytes
             .iter()
@@ -173,7 +175,7 @@ impl StateStore {
         if header.format != FORMAT {
             return Err(corrupt(format!(
                 "header says format {:?}, not {FORMAT:?}",
-                header.format
+                placed_core::text::clip(&header.format, 40)
             )));
         }
         if header.version > STATE_VERSION || header.version == 0 {
@@ -186,7 +188,7 @@ impl StateStore {
         if header.checksum != actual {
             return Err(corrupt(format!(
                 "checksum mismatch: header {}, content {actual}",
-                header.checksum
+                placed_core::text::clip(&header.checksum, 80)
             )));
         }
         let value: serde_json::Value = serde_json::from_slice(payload)

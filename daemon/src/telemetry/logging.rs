@@ -118,19 +118,24 @@ impl LogControl {
         }
         self.filter
             .reload(filter)
-            .map_err(|e| LevelError {
-                level: level.to_owned(),
-                detail: e.to_string(),
-            })
+            .map_err(|e| LevelError::new(level, &e))
             .map(|()| true)
     }
 }
 
 pub fn parse_level(level: &str) -> Result<EnvFilter, LevelError> {
-    EnvFilter::try_new(level).map_err(|e| LevelError {
-        level: level.to_owned(),
-        detail: e.to_string(),
-    })
+    EnvFilter::try_new(level).map_err(|e| LevelError::new(level, &e))
+}
+
+impl LevelError {
+    /// The level and the parser's complaint (which quotes the bad directive) are cut: the
+    /// level comes from the configuration file, of any length.
+    fn new(level: &str, e: &dyn std::fmt::Display) -> Self {
+        Self {
+            level: placed_core::text::clip(level, 80),
+            detail: placed_core::text::clip(&e.to_string(), 200),
+        }
+    }
 }
 
 /// Sets up the global subscriber at `level` (`RUST_LOG` overrides it). A second call (tests)

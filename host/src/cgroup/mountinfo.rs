@@ -54,7 +54,7 @@ impl Mounts {
             }
             let bad = || MountinfoError {
                 line_no: i + 1,
-                line: line.to_owned(),
+                line: placed_core::text::clip(line, 120),
             };
             let (left, right) = line.split_once(" - ").ok_or_else(bad)?;
             let left: Vec<&str> = left.split(' ').collect();
@@ -77,8 +77,14 @@ impl Mounts {
                     .map(str::to_owned)
                     .collect()
             };
+            // Every path under the hierarchy is built on the mount point: a relative one
+            // would send writes below the daemon's working directory.
+            let mount_point = PathBuf::from(unescape(left[4]));
+            if !mount_point.is_absolute() {
+                return Err(bad());
+            }
             cgroups.push(CgroupMount {
-                mount_point: PathBuf::from(unescape(left[4])),
+                mount_point,
                 root: unescape(left[3]),
                 unified,
                 controllers,

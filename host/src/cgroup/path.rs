@@ -21,7 +21,7 @@ pub struct CgroupPath {
     rel: String,
 }
 
-/// Why a string is not a cgroup path.
+/// Why a string is not a cgroup path. `input` is cut to 80 characters.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid cgroup path {input:?}: {why}")]
 pub struct BadPath {
@@ -39,7 +39,7 @@ impl CgroupPath {
     /// NUL and over-long names are not.
     pub fn parse(input: &str) -> Result<Self, BadPath> {
         let bad = |why| BadPath {
-            input: input.to_owned(),
+            input: placed_core::text::clip(input, 80),
             why,
         };
         let mut parts = Vec::new();

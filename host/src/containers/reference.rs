@@ -35,7 +35,7 @@ pub enum Reference {
     Any { text: String },
 }
 
-/// Why a reference was refused.
+/// Why a reference was refused. `input` is cut to 80 characters: it comes from a request.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid container reference {input:?}: {why}")]
 pub struct BadReference {
@@ -49,7 +49,7 @@ pub const MIN_ID_PREFIX: usize = 4;
 impl Reference {
     pub fn parse(input: &str) -> Result<Self, BadReference> {
         let bad = |why: &str| BadReference {
-            input: input.to_owned(),
+            input: placed_core::text::clip(input, 80),
             why: why.to_owned(),
         };
         let s = input.trim();

@@ -11,8 +11,10 @@ use std::collections::BTreeMap;
 pub struct NodeBytes(pub BTreeMap<u32, u64>);
 
 impl NodeBytes {
+    /// Saturates rather than overflows: no process maps 2^64 bytes, so a sum that large
+    /// only comes from a damaged file, and must not panic.
     pub fn total(&self) -> u64 {
-        self.0.values().sum()
+        self.0.values().fold(0, |a, b| a.saturating_add(*b))
     }
 
     /// Bytes on nodes outside `nodes`.
@@ -21,12 +23,13 @@ impl NodeBytes {
             .iter()
             .filter(|(n, _)| !nodes.contains(**n))
             .map(|(_, b)| *b)
-            .sum()
+            .fold(0, u64::saturating_add)
     }
 
     pub fn add(&mut self, other: &NodeBytes) {
         for (n, b) in &other.0 {
-            *self.0.entry(*n).or_default() += b;
+            let sum = self.0.entry(*n).or_default();
+            *sum = sum.saturating_add(*b);
         }
     }
 }
@@ -53,7 +56,7 @@ impl Vma {
     }
 }
 
-/// A line that is not what the kernel writes.
+/// A line that is not what the kernel writes, cut to 120 characters.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("malformed {file} line: {line:?}")]
 pub struct Malformed {
@@ -67,7 +70,7 @@ pub fn parse_maps(text: &str) -> Result<BTreeMap<u64, u64>, Malformed> {
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let bad = || Malformed {
             file: "maps",
-            line: line.to_owned(),
+            line: placed_core::text::clip(line, 120),
         };
         let range = line.split_whitespace().next().ok_or_else(bad)?;
         let (a, b) = range.split_once('-').ok_or_else(bad)?;
@@ -86,12 +89,12 @@ pub fn parse_numa_maps(numa_maps: &str, maps: &BTreeMap<u64, u64>) -> Result<Vec
     for line in numa_maps.lines().filter(|l| !l.trim().is_empty()) {
         let bad = || Malformed {
             file: "numa_maps",
-            line: line.to_owned(),
+            line: placed_core::text::clip(line, 120),
         };
         let mut tokens = line.split_whitespace();
         let start = u64::from_str_radix(tokens.next().ok_or_else(bad)?, 16).map_err(|_| bad())?;
         let mut pages = BTreeMap::new();
-        let mut page_kb = 4;
+        let mut page_kb: u64 = 4;
         for t in tokens {
             let Some((key, value)) = t.split_once('=') else {
                 continue;
@@ -110,10 +113,17 @@ pub fn parse_numa_maps(numa_maps: &str, maps: &BTreeMap<u64, u64>) -> Result<Vec
         let Some(&end) = maps.get(&start) else {
             continue;
         };
+        // A mapping's bytes fit in the address space; numbers past it are a damaged line,
+        // not a reason to overflow.
+        let page_size = page_kb.checked_mul(1024).ok_or_else(bad)?;
+        pages
+            .values()
+            .try_fold(0u64, |sum, p| sum.checked_add(p.checked_mul(page_size)?))
+            .ok_or_else(bad)?;
         out.push(Vma {
             start,
             end,
-            page_size: page_kb * 1024,
+            page_size,
             pages,
         });
     }

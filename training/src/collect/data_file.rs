@@ -102,7 +102,7 @@ impl DataFile {
                     serde_json::from_str(first).map_err(|e| DataFileError::Corrupt {
                         path: path.to_owned(),
                         line: 1,
-                        detail: e.to_string(),
+                        detail: placed_models::json_error::JsonError::from(e).to_string(),
                     })?;
                 let Line::Machine(found) = parsed else {
                     return Err(DataFileError::Corrupt {
@@ -126,7 +126,11 @@ impl DataFile {
                     let record = match serde_json::from_str::<Line>(raw) {
                         Ok(Line::Run(r)) => r,
                         Ok(Line::Machine(_)) => return Err(corrupt("a second header".into())),
-                        Err(e) => return Err(corrupt(e.to_string())),
+                        Err(e) => {
+                            return Err(corrupt(
+                                placed_models::json_error::JsonError::from(e).to_string(),
+                            ));
+                        }
                     };
                     if record.provenance != provenance {
                         return Err(DataFileError::Mismatch {

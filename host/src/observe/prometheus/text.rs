@@ -152,7 +152,7 @@ impl std::fmt::Display for Selector {
                 .iter()
                 .map(|m| {
                     let op = if m.equal { "=" } else { "!=" };
-                    format!("{}{op}{:?}", m.label, m.value)
+                    format!("{}{op}\"{}\"", m.label, escape(&m.value))
                 })
                 .collect();
             write!(f, "{{{}}}", parts.join(","))?;
@@ -253,6 +253,16 @@ impl Exposition {
             .filter_map(|suffix| sample_name.strip_suffix(suffix))
             .find_map(|family| self.types.get(family).copied())
     }
+}
+
+/// A label value as the exposition format and PromQL quote it: only `\\`, `"` and newline
+/// are escaped, the three escapes [`Cursor::quoted`] reads. (Rust's `{:?}` escapes more,
+/// `\t` and `\u{..}` among them, which read back as other text.)
+fn escape(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 fn parse_value(text: &str) -> Option<f64> {
