@@ -122,6 +122,9 @@ fn record(id: &str, units: Vec<usize>, cpus: &str, mems: &str) -> ContainerRecor
         metric: Some(placed_host::observe::SourceSpec::Pushed { counter: false }),
         prediction: None,
         updated_unix_ms: 1_700_000_000_000,
+        // Set, so that the fuzzer edits it too.
+        on_override: Some(placed_core::reconcile::OnOverride::Reassert),
+        overridden: None,
     }
 }
 
@@ -133,6 +136,7 @@ fn state(machine: &Machine) -> State {
             record("/docker/abc", vec![0], "0-3", "0"),
             record("/docker/def", vec![1], "4-7", "1"),
         ],
+        unmanaged: vec!["/docker/handed-back".into()],
     }
 }
 
