@@ -124,9 +124,17 @@ pub async fn run_with(config: Config, stop: Stop, reload: Option<Reload>) -> Res
                         source,
                     })
                 })?;
+            // Without client certificates nobody on the network is known: read-only.
+            let access = if tls.client_ca.is_some() {
+                service::Access::Full
+            } else {
+                tracing::warn!(%addr, "the TCP listener has no client authentication (grpc.tls.client_ca unset): it serves only calls that change nothing");
+                service::Access::ReadOnly
+            };
             Some((
                 listener,
                 service::listen::server_tls(tls).map_err(RunError::Listen)?,
+                access,
             ))
         }
         _ => None,

@@ -320,3 +320,56 @@ fn malformed_tls_files_stop_the_daemon_at_start() {
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("needs grpc.tls"));
 }
+
+/// TCP with TLS but no client certificates: nobody on the network is known, so the listener
+/// answers the calls that change nothing and refuses the others with PERMISSION_DENIED,
+/// naming the setting; the Unix socket still serves them all.
+#[test]
+fn tcp_without_client_certificates_is_read_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = pki(dir.path());
+    let port = free_port();
+    let d = TestDaemon::start(
+        dir.path(),
+        &Setup {
+            extra: format!(
+                "[grpc.tls]\ncert = \"{}\"\nkey = \"{}\"\n",
+                p.server_cert.display(),
+                p.server_key.display(),
+            ),
+            grpc_tcp: Some(format!("127.0.0.1:{port}")),
+            ..Setup::default()
+        },
+    );
+    let url = format!("https://127.0.0.1:{port}");
+    let ca = p.ca.display().to_string();
+    let remote = |args: &[&str]| {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["--addr", &url, "--ca", &ca]);
+        d.placectl(all)
+    };
+    let run = remote(&["status"]).ok();
+    assert!(run.stdout.contains("Class"), "{run:?}");
+    remote(&["containers"]).ok();
+    for (call, args) in [
+        ("Manage", vec!["manage", "/nonexistent", "--vcpus", "1"]),
+        ("Place", vec!["place", "/nonexistent", "--placement", "x"]),
+        ("Predict", vec!["predict", "/nonexistent"]),
+        ("Unmanage", vec!["unmanage", "/nonexistent"]),
+        ("ReportMetric", vec!["report", "/nonexistent", "1"]),
+    ] {
+        let run = remote(&args).fails_with(Exit::Refused, "grpc.tls.client_ca is unset");
+        assert!(
+            run.stderr.contains(&format!("{call} changes containers")),
+            "{run:?}"
+        );
+        assert!(run.stderr.contains("PermissionDenied"), "{run:?}");
+    }
+    // The same call over the Unix socket reaches the daemon (and finds no such container).
+    d.placectl(["manage", "/nonexistent", "--vcpus", "1"])
+        .fails_with(Exit::NotFound, "nonexistent");
+    assert!(
+        d.log().contains("no client authentication"),
+        "the start-up warning is missing"
+    );
+}

@@ -27,7 +27,7 @@ use tonic::transport::{Server, ServerTlsConfig};
 use tonic_health::ServingStatus;
 use tonic_health::server::HealthReporter;
 
-pub use api::{Api, status_of};
+pub use api::{Access, Api, status_of};
 
 /// The service name health reports under (and "" for the whole server).
 pub const SERVICE: &str = SERVICE_NAME;
@@ -118,7 +118,7 @@ impl Limits {
 /// `limits`; the open `Watch` streams are counted in `metrics`.
 pub async fn serve(
     unix: tokio::net::UnixListener,
-    tcp: Option<(tokio::net::TcpListener, ServerTlsConfig)>,
+    tcp: Option<(tokio::net::TcpListener, ServerTlsConfig, Access)>,
     limits: Limits,
     metrics: &crate::telemetry::Metrics,
     shutdown: CancellationToken,
@@ -182,7 +182,7 @@ pub async fn serve(
     });
     let tcp_task = match tcp {
         None => None,
-        Some((listener, tls)) => {
+        Some((listener, tls, access)) => {
             let addr = listener
                 .local_addr()
                 .map(|a| a.to_string())
@@ -201,7 +201,7 @@ pub async fn serve(
                 .add_service(health_service)
                 .add_service(reflection_v1)
                 .add_service(reflection_v1alpha)
-                .add_service(PlacedServiceServer::new(api));
+                .add_service(PlacedServiceServer::new(api.with_access(access)));
             let incoming = guard::guard(
                 tokio_stream::wrappers::TcpListenerStream::new(listener),
                 "grpc tcp",
