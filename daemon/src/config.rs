@@ -187,6 +187,9 @@ pub struct ObserveConfig {
     pub allow_command_metrics: bool,
     /// The unprivileged user command metrics run as when they are allowed.
     pub command_user: String,
+    /// The programs command metrics may run: files, and directories whose programs are
+    /// allowed (links followed). Empty allows any program once commands are allowed.
+    pub command_allow: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -284,6 +287,7 @@ impl Default for ObserveConfig {
             scrape_interval: Duration::ZERO,
             allow_command_metrics: false,
             command_user: "nobody".into(),
+            command_allow: Vec::new(),
         }
     }
 }
@@ -407,6 +411,12 @@ impl Config {
             return Err(invalid(format!(
                 "containers.resync_interval = {:?} is below the minimum of {MIN_RESYNC:?}: the cgroup tree would be listed in a busy loop",
                 self.containers.resync_interval
+            )));
+        }
+        if let Some(relative) = self.observe.command_allow.iter().find(|p| !p.is_absolute()) {
+            return Err(invalid(format!(
+                "observe.command_allow entry {:?} is not an absolute path: name the program or directory from /",
+                placed_core::text::clip(&relative.display().to_string(), 200)
             )));
         }
         if self.observe.command_user.is_empty() {
@@ -718,6 +728,10 @@ mod tests {
         }
         Config::parse(Path::new("p.toml"), "[grpc]\nsocket_mode = \"0770\"").expect("0770");
         assert!(bad("[observe]\ncommand_user = \"\"").contains("command_user"));
+        assert!(
+            bad("[observe]\ncommand_allow = [\"bin/tool\"]")
+                .contains("observe.command_allow entry \"bin/tool\" is not an absolute path")
+        );
     }
 
     #[test]

@@ -25,7 +25,11 @@ pub const LIVE: &[&str] = &[
 /// Keys inside a live section that still need a restart: who may run programs on this
 /// host, and as whom, is resolved once at start (the user must exist and not be root), and a
 /// reload must not widen it.
-pub const BOUND_AT_START: &[&str] = &["observe.allow_command_metrics", "observe.command_user"];
+pub const BOUND_AT_START: &[&str] = &[
+    "observe.allow_command_metrics",
+    "observe.command_user",
+    "observe.command_allow",
+];
 
 /// Whether the dotted `key` may change while running.
 pub fn is_live(key: &str) -> bool {
@@ -81,6 +85,7 @@ fn observe_live(
 ) -> crate::config::ObserveConfig {
     new.allow_command_metrics = running.allow_command_metrics;
     new.command_user = running.command_user.clone();
+    new.command_allow = running.command_allow.clone();
     new
 }
 
@@ -168,16 +173,21 @@ mod tests {
     fn who_may_run_commands_waits_for_a_restart() {
         let running = parse("");
         let new = parse(
-            "[observe]\nallow_command_metrics = true\ncommand_user = \"daemon\"\nwatch_interval = \"5s\"",
+            "[observe]\nallow_command_metrics = true\ncommand_user = \"daemon\"\nwatch_interval = \"5s\"\ncommand_allow = [\"/\"]",
         );
         let p = plan(&running, new).unwrap();
         assert_eq!(p.applied, ["observe.watch_interval"]);
         assert_eq!(
             p.refused,
-            ["observe.allow_command_metrics", "observe.command_user"]
+            [
+                "observe.allow_command_metrics",
+                "observe.command_allow",
+                "observe.command_user"
+            ]
         );
         assert!(!p.config.observe.allow_command_metrics);
         assert_eq!(p.config.observe.command_user, "nobody");
+        assert!(p.config.observe.command_allow.is_empty());
     }
 
     #[test]

@@ -1288,3 +1288,39 @@ fn sigterm_ends_open_watch_streams_and_the_daemon_exits() {
         "{stderr}"
     );
 }
+
+#[test]
+fn command_metrics_run_only_programs_the_allow_list_holds() {
+    let Some(host) = host() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (cg, _load) = container(&host);
+    let d = TestDaemon::start(
+        dir.path(),
+        &Setup {
+            command_metrics: true,
+            // Inside [observe], where the setup's own lines end.
+            extra: "command_allow = [\"/usr/bin/true\"]".into(),
+            ..Setup::watching(&cg.path)
+        },
+    );
+    d.wait_for("c1", |j| j["containers"][0]["name"] == "c1");
+    // sh resolves (PATH, links followed) outside the list: refused before it is stored.
+    d.placectl(["manage", "c1", "--metric", "command sh -c 'echo 1'"])
+        .fails_with(
+            Exit::Refused,
+            "is not allowed: observe.command_allow lists /usr/bin/true",
+        );
+    let run = d.placectl(["containers", "--json"]).ok();
+    assert!(run.json()["containers"][0]["metric"].is_null(), "{run:?}");
+    // The listed program is taken.
+    let run = d
+        .placectl([
+            "manage",
+            "c1",
+            "--metric",
+            "command /usr/bin/true",
+            "--json",
+        ])
+        .ok();
+    assert_eq!(run.json()["metric"]["argv"][0], "/usr/bin/true", "{run:?}");
+}

@@ -135,10 +135,22 @@ impl Daemon {
         if matches!(&req.metric, Some(SourceSpec::Perf { .. })) && !self.shared.pmu {
             return Err(DaemonError::NoPmu);
         }
-        if matches!(&req.metric, Some(SourceSpec::Command { .. }))
-            && !self.shared.config().observe.allow_command_metrics
-        {
-            return Err(DaemonError::CommandMetricsOff);
+        if let Some(SourceSpec::Command { argv, .. }) = &req.metric {
+            let config = self.shared.config();
+            if !config.observe.allow_command_metrics {
+                return Err(DaemonError::CommandMetricsOff);
+            }
+            if let Some(program) = argv.first() {
+                placed_host::observe::check_allowed(
+                    program,
+                    &config.observe.command_allow,
+                    std::env::var_os("PATH").as_deref(),
+                )
+                .map_err(|e| DaemonError::MetricSource {
+                    container: req.container.clone(),
+                    source: Box::new(e.into()),
+                })?;
+            }
         }
         Ok(())
     }

@@ -60,6 +60,21 @@ impl MetricSlot {
                 .unwrap_or_else(|| cg.under(shared.host.cgroups().root()));
             let cpus = shared.machine.pus.usable.clone();
             let timeouts = shared.config().source_timeouts();
+            // A record kept in the state file from before the allow-list is held to it
+            // too, not only a new Manage.
+            if let SourceSpec::Command { argv, .. } = &spec {
+                if let Some(program) = argv.first() {
+                    placed_host::observe::check_allowed(
+                        program,
+                        &shared.config().observe.command_allow,
+                        std::env::var_os("PATH").as_deref(),
+                    )
+                    .map_err(|e| DaemonError::MetricSource {
+                        container: rec.name.clone(),
+                        source: Box::new(e.into()),
+                    })?;
+                }
+            }
             let (built, reporter) = spec
                 .build_with(&rec.name, &dir, &cpus, shared.commands(), &timeouts)
                 .await

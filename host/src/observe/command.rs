@@ -64,6 +64,18 @@ pub enum CommandError {
         "command metrics are off on this host (observe.allow_command_metrics): a command runs on the host"
     )]
     NotAllowed,
+    /// The program is not one `observe.command_allow` names or holds.
+    #[error(
+        "metric command {program:?} ({resolved}) is not allowed: observe.command_allow lists {allowed}"
+    )]
+    ProgramNotAllowed {
+        /// The program as given.
+        program: String,
+        /// Where it resolves to (PATH searched, links followed), or why it does not.
+        resolved: String,
+        /// The allowed files and directories.
+        allowed: String,
+    },
     /// The program could not be started.
     #[error("cannot start metric command {program:?}")]
     Spawn {
@@ -254,9 +266,97 @@ impl MetricSource for CommandSource {
     }
 }
 
+/// Whether `program` (a metric command's `argv[0]`) may run under `allow`, the operator's
+/// `observe.command_allow`: empty allows any program; otherwise the program, found on
+/// `path` (the daemon's `PATH`, as spawning searches it) when it has no slash and with its
+/// links followed, must be one of the files listed or lie under one of the directories.
+/// Following links first keeps a link in an allowed directory from reaching elsewhere.
+pub fn check_allowed(
+    program: &str,
+    allow: &[std::path::PathBuf],
+    path: Option<&std::ffi::OsStr>,
+) -> Result<(), CommandError> {
+    use std::path::{Path, PathBuf};
+    if allow.is_empty() {
+        return Ok(());
+    }
+    let refused = |resolved: String| CommandError::ProgramNotAllowed {
+        program: placed_core::text::clip(program, 200),
+        resolved,
+        allowed: allow
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
+    let found: Option<PathBuf> = if program.contains('/') {
+        Some(PathBuf::from(program))
+    } else {
+        path.into_iter()
+            .flat_map(std::env::split_paths)
+            .map(|dir| dir.join(program))
+            .find(|candidate| candidate.is_file())
+    };
+    let Some(found) = found else {
+        return Err(refused("not found on PATH".into()));
+    };
+    let real =
+        std::fs::canonicalize(&found).map_err(|e| refused(format!("{}: {e}", found.display())))?;
+    let inside = |entry: &Path| match std::fs::canonicalize(entry) {
+        Ok(e) if e.is_dir() => real.starts_with(&e),
+        Ok(e) => real == e,
+        Err(_) => false,
+    };
+    if allow.iter().any(|entry| inside(entry)) {
+        Ok(())
+    } else {
+        Err(refused(real.display().to_string()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_allow_list_holds_programs_by_their_real_path() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        let tool = bin.join("tool");
+        std::fs::write(&tool, "#!/bin/sh\necho 1\n").unwrap();
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // A link inside the allowed directory to a program outside it.
+        std::os::unix::fs::symlink("/bin/sh", bin.join("escape")).unwrap();
+        let path = std::ffi::OsString::from(bin.as_os_str());
+        let check = |program: &str, allow: &[std::path::PathBuf]| {
+            check_allowed(program, allow, Some(&path))
+        };
+
+        // Empty: any program, found or not (the operator allowed commands wholesale).
+        assert!(check("anything", &[]).is_ok());
+        // A directory allows what is in it, by name on PATH or by path.
+        let in_bin = [bin.clone()];
+        assert!(check("tool", &in_bin).is_ok());
+        assert!(check(&tool.display().to_string(), &in_bin).is_ok());
+        // Links are followed before the check: the link leads out of the directory.
+        let e = check("escape", &in_bin).unwrap_err().to_string();
+        assert!(e.contains("\"escape\""), "{e}");
+        assert!(
+            e.contains("is not allowed: observe.command_allow lists"),
+            "{e}"
+        );
+        assert!(
+            !e.contains("(/tmp"),
+            "the real path is shown, not the link: {e}"
+        );
+        // A file allows itself only.
+        assert!(check("/bin/sh", &[tool.clone()]).is_err());
+        assert!(check("tool", &[tool.clone()]).is_ok());
+        let e = check("missing", &in_bin).unwrap_err().to_string();
+        assert!(e.contains("not found on PATH"), "{e}");
+    }
 
     fn source(script: &str, timeout_ms: u64) -> CommandSource {
         CommandSource::new(CommandConfig {

@@ -37,7 +37,9 @@ mod stats;
 #[cfg(test)]
 pub(crate) mod testing;
 
-pub use self::command::{CommandConfig, CommandError, CommandSource, Commands, RunAs};
+pub use self::command::{
+    CommandConfig, CommandError, CommandSource, Commands, RunAs, check_allowed,
+};
 pub use self::compare::{CompareError, Comparison, Verdict, compare};
 pub use self::disturbance::{Disturbance, DisturbanceRules, Indicator};
 pub use self::noise::{Incarnation, Noise, NoiseError, NoiseProbe, ProcProbe, Target};
