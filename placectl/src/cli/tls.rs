@@ -75,6 +75,21 @@ impl std::fmt::Display for TlsFailure {
     }
 }
 
+impl TlsFailure {
+    /// The exit code that goes with the line: a connection the daemon closed without
+    /// saying why may be a restart (try again, 5); every other case is a refusal that
+    /// repeats until a setting changes (4). Decided here, with the wording, so that the
+    /// two never disagree whatever else the error chain holds.
+    pub fn exit(&self) -> placed_core::exit::Exit {
+        match self {
+            Self::ClosedWithCertificate | Self::ClosedWithoutCertificate => {
+                placed_core::exit::Exit::Unavailable
+            }
+            _ => placed_core::exit::Exit::Refused,
+        }
+    }
+}
+
 /// The TLS failure behind `e`, if TLS is why it failed.
 pub fn failure(e: &(dyn Error + 'static)) -> Option<TlsFailure> {
     let mut next: Option<&(dyn Error + 'static)> = Some(e);
@@ -198,6 +213,15 @@ mod tests {
         }
         let plain = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
         assert_eq!(failure(&plain), None);
+        // A close is "try again"; every named refusal is "refused".
+        use placed_core::exit::Exit;
+        assert_eq!(
+            TlsFailure::ClosedWithoutCertificate.exit(),
+            Exit::Unavailable
+        );
+        assert_eq!(TlsFailure::ClosedWithCertificate.exit(), Exit::Unavailable);
+        assert_eq!(TlsFailure::ClientCertificateRequired.exit(), Exit::Refused);
+        assert_eq!(TlsFailure::UnknownCa.exit(), Exit::Refused);
     }
 
     #[test]
