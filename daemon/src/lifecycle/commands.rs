@@ -136,21 +136,10 @@ impl Daemon {
             return Err(DaemonError::NoPmu);
         }
         if let Some(SourceSpec::Command { argv, .. }) = &req.metric {
-            let config = self.shared.config();
-            if !config.observe.allow_command_metrics {
+            if !self.shared.config().observe.allow_command_metrics {
                 return Err(DaemonError::CommandMetricsOff);
             }
-            if let Some(program) = argv.first() {
-                placed_host::observe::check_allowed(
-                    program,
-                    &config.observe.command_allow,
-                    std::env::var_os("PATH").as_deref(),
-                )
-                .map_err(|e| DaemonError::MetricSource {
-                    container: req.container.clone(),
-                    source: Box::new(e.into()),
-                })?;
-            }
+            self.shared.check_command(argv, &req.container)?;
         }
         Ok(())
     }

@@ -63,17 +63,7 @@ impl MetricSlot {
             // A record kept in the state file from before the allow-list is held to it
             // too, not only a new Manage.
             if let SourceSpec::Command { argv, .. } = &spec {
-                if let Some(program) = argv.first() {
-                    placed_host::observe::check_allowed(
-                        program,
-                        &shared.config().observe.command_allow,
-                        std::env::var_os("PATH").as_deref(),
-                    )
-                    .map_err(|e| DaemonError::MetricSource {
-                        container: rec.name.clone(),
-                        source: Box::new(e.into()),
-                    })?;
-                }
+                shared.check_command(argv, &rec.name)?;
             }
             let (built, reporter) = spec
                 .build_with(&rec.name, &dir, &cpus, shared.commands(), &timeouts)

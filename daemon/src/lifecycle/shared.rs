@@ -177,6 +177,23 @@ impl Shared {
         }
     }
 
+    /// Whether `observe.command_allow` lets a command metric run `argv`'s program (the
+    /// daemon's `PATH` searched, as spawning it would); the error names `container`.
+    pub fn check_command(&self, argv: &[String], container: &str) -> Result<(), DaemonError> {
+        let Some(program) = argv.first() else {
+            return Ok(());
+        };
+        placed_host::observe::check_allowed(
+            program,
+            &self.config().observe.command_allow,
+            std::env::var_os("PATH").as_deref(),
+        )
+        .map_err(|e| DaemonError::MetricSource {
+            container: container.to_owned(),
+            source: Box::new(e.into()),
+        })
+    }
+
     /// Whether and as whom metric commands run.
     pub fn commands(&self) -> placed_host::observe::Commands {
         self.command_user.map_or(
