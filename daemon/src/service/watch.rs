@@ -9,6 +9,7 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use placed_proto::v1 as pb;
 use prometheus_client::metrics::gauge::Gauge;
@@ -103,37 +104,38 @@ pub fn stream(
     let after = (request.resume_after_sequence > 0).then_some(request.resume_after_sequence);
     let Feed { backlog, live } = daemon.events(after).map_err(resume_status)?;
     let wanted = move |e: &Sequenced| only.as_ref().is_none_or(|id| *id == e.event.container);
-    let mut last = backlog
-        .last()
-        .map_or_else(|| daemon.last_event(), |e| e.sequence);
+    // The last sequence sent or passed over: where a client resumes after this stream
+    // ends, lagged or stopped. Backlog sequences all precede the live ones.
+    let last = Arc::new(AtomicU64::new(
+        backlog
+            .last()
+            .map_or_else(|| daemon.last_event(), |e| e.sequence),
+    ));
     let backlog = tokio_stream::iter(backlog).map(Ok::<Arc<Sequenced>, Status>);
+    let in_live = Arc::clone(&last);
     let live = BroadcastStream::new(live).map(move |item| match item {
         Ok(e) => {
-            last = e.sequence;
+            in_live.store(e.sequence, Ordering::Relaxed);
             Ok(e)
         }
         Err(BroadcastStreamRecvError::Lagged(n)) => Err(Status::aborted(format!(
-            "this watcher fell behind and {n} events were dropped: watch again with resume_after_sequence = {last}"
+            "this watcher fell behind and {n} events were dropped: watch again with resume_after_sequence = {}",
+            in_live.load(Ordering::Relaxed)
         ))),
     });
-    let last_seen = Arc::new(std::sync::atomic::AtomicU64::new(last));
-    let seen = Arc::clone(&last_seen);
     let events = backlog.chain(live).filter_map(move |item| match item {
-        Ok(e) => {
-            seen.fetch_max(e.sequence, std::sync::atomic::Ordering::Relaxed);
-            wanted(&e).then(|| Ok(convert::event(&e)))
-        }
+        Ok(e) if wanted(&e) => Some(Ok(convert::event(&e))),
+        Ok(_) => None,
         Err(status) => Some(Err(status)),
     });
     let closing = slot.closing.clone();
     let stopped = tokio_stream::once(()).then(move |()| {
-        let closing = closing.clone();
-        let last_seen = Arc::clone(&last_seen);
+        let (closing, last) = (closing.clone(), Arc::clone(&last));
         async move {
             closing.cancelled().await;
             Err(Status::unavailable(format!(
                 "placed is stopping: watch again once it is back, with resume_after_sequence = {}",
-                last_seen.load(std::sync::atomic::Ordering::Relaxed)
+                last.load(Ordering::Relaxed)
             )))
         }
     });
