@@ -1,5 +1,7 @@
 //! 1. A daemon that died mid-migration: the next start settles the container on one whole
 //!    cpuset, thaws it if the move froze it, and says so in memory and on disk.
+//! 2. A container someone else froze (`docker pause`) stays frozen through that recovery:
+//!    Docker still calls it paused, and its `unpause` must still work.
 
 use placed::lifecycle::EventKind;
 use placed::state::{Assigned, ContainerRecord, Cpuset, Lifecycle, Migration, VcpuSource};
@@ -59,6 +61,9 @@ struct Case {
     kernel_at: (&'static str, &'static str),
     /// A fast move had frozen it.
     frozen: bool,
+    /// Someone else had frozen it before the move (`docker pause`): the journal says the
+    /// move did not, and recovery must leave it frozen.
+    paused: bool,
     /// An on-demand prediction was measuring it away from where it belongs.
     resume: Option<(&'static str, &'static str)>,
     /// Where it must end, and what the record must say it holds.
@@ -72,6 +77,7 @@ const CASES: &[Case] = &[
         name: "completed",
         kernel_at: TO,
         frozen: false,
+        paused: false,
         resume: None,
         settled_at: TO,
         assigned: "to",
@@ -81,6 +87,7 @@ const CASES: &[Case] = &[
         name: "unstarted",
         kernel_at: FROM,
         frozen: false,
+        paused: false,
         resume: None,
         settled_at: FROM,
         assigned: "from",
@@ -91,6 +98,7 @@ const CASES: &[Case] = &[
         // New CPUs, memory allowed on both nodes: the move stopped between its writes.
         kernel_at: ("8-9,24-25", "0-1"),
         frozen: false,
+        paused: false,
         resume: None,
         settled_at: FROM,
         assigned: "from",
@@ -100,6 +108,7 @@ const CASES: &[Case] = &[
         name: "frozen",
         kernel_at: TO,
         frozen: true,
+        paused: false,
         resume: None,
         settled_at: TO,
         assigned: "to",
@@ -110,10 +119,21 @@ const CASES: &[Case] = &[
         // Measured in TO for a prediction; it belongs in FROM.
         kernel_at: TO,
         frozen: false,
+        paused: false,
         resume: Some(FROM),
         settled_at: FROM,
         assigned: "back",
         note: "put back after an interrupted prediction",
+    },
+    Case {
+        name: "paused",
+        kernel_at: TO,
+        frozen: false,
+        paused: true,
+        resume: None,
+        settled_at: TO,
+        assigned: "to",
+        note: "an interrupted move had completed",
     },
 ];
 
@@ -127,7 +147,7 @@ async fn a_crash_mid_migration_is_settled_at_the_next_start() {
         let s = Scenario::on(version);
         let pid = s.container(case.name, case.kernel_at.0, case.kernel_at.1);
         let path = CgroupPath::parse(&cg(case.name)).unwrap();
-        if case.frozen {
+        if case.frozen || case.paused {
             s.kernel.cgroups().set_frozen(&path, true).unwrap();
         }
         let mut record = moving(
@@ -163,7 +183,7 @@ async fn a_crash_mid_migration_is_settled_at_the_next_start() {
             "{what}"
         );
         let frozen = d.kernel.cgroups().is_frozen(&path).unwrap();
-        assert!(!frozen, "{what}: still frozen");
+        assert_eq!(frozen, case.paused, "{what}: frozen afterwards");
         // Where the move had begun moving memory and was undone, it went back.
         if case.settled_at == FROM && case.kernel_at.1 == "0-1" {
             assert!(
