@@ -275,3 +275,61 @@ fn hwloc_object_type_is_quoted_cut() {
     );
     assert!(line.len() < 600, "{} bytes", line.len());
 }
+
+/// Found by `hwloc_xml_mutated_from_the_corpus` in the long mode (case ~60,000 of seed
+/// 12237743093617943786): an object with some of its sets but not the others (a v1
+/// NUMANode with a nodeset and no cpuset or complete_cpuset; a Machine with no
+/// complete_nodeset) made hwloc 2.9 crash with SIGSEGV, as `lstopo -i` does on the same
+/// files. The pre-parse now refuses them, naming the object.
+#[test]
+fn hwloc_object_with_some_sets_but_not_all_is_refused_not_crashed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let corpus = |name: &str| {
+        std::fs::read_to_string(repo().join("tests/topologies/hwloc-xml").join(name))
+            .expect("a corpus file")
+    };
+    let v1 = corpus("28intel64-2p2g7c-CoDgroups.v1.xml");
+    let v2 = corpus("28intel64-2p2g7c-CoDgroups.v1tov2.xml");
+    let cut = |text: &str, ty: &str, attr: &str| {
+        let at = text
+            .find(&format!("<object type=\"{ty}\""))
+            .expect("the type is in the file");
+        let end = at + text[at..].find('>').expect("a whole tag");
+        let tag = &text[at..end];
+        let start = tag.find(&format!(" {attr}=\"")).expect("the attribute");
+        let len = tag[start + 1..].find("\" ").expect("a quoted value") + 2;
+        format!(
+            "{}{}{}",
+            &text[..at + start],
+            &tag[start + len..],
+            &text[end..]
+        )
+    };
+    let cases = [
+        (
+            cut(
+                &cut(&v1, "NUMANode", "cpuset"),
+                "NUMANode",
+                "complete_cpuset",
+            ),
+            "has a nodeset but no cpuset",
+        ),
+        (
+            cut(&v1, "NUMANode", "complete_cpuset"),
+            "no complete_cpuset",
+        ),
+        (cut(&v2, "Package", "complete_cpuset"), "no complete_cpuset"),
+        (
+            cut(&v2, "NUMANode", "complete_nodeset"),
+            "no complete_nodeset",
+        ),
+    ];
+    for (xml, want) in cases {
+        let path = dir.path().join("bad.xml");
+        std::fs::write(&path, &xml).expect("writable");
+        let err = Machine::load(&TopologySource::XmlFile(path), None)
+            .expect_err("an object with some of its sets");
+        let line = fuzz::message(&err);
+        assert!(line.contains(want), "{want}: {line}");
+    }
+}

@@ -315,13 +315,14 @@ fn check_xml(path: &Path, text: &str) -> Result<(), TopologyError> {
             numa += 1;
         }
         check_indexes(&obj, ty, line).map_err(&not_topology)?;
-        if obj.attribute("cpuset").is_some() {
-            for attr in ["complete_cpuset", "nodeset", "complete_nodeset"] {
-                if obj.attribute(attr).is_none() {
-                    return Err(not_topology(format!(
-                        "the {ty} object at line {line} has a cpuset but no {attr}"
-                    )));
-                }
+        // hwloc 2.9 dereferences a missing complete set of an object that has the other
+        // sets (lstopo dies of SIGSEGV on such a file too): every file hwloc writes has all
+        // four or none.
+        if let Some(has) = SETS.iter().find(|a| obj.attribute(**a).is_some()) {
+            if let Some(missing) = SETS.iter().find(|a| obj.attribute(**a).is_none()) {
+                return Err(not_topology(format!(
+                    "the {ty} object at line {line} has a {has} but no {missing}"
+                )));
             }
         }
     }
@@ -330,6 +331,9 @@ fn check_xml(path: &Path, text: &str) -> Result<(), TopologyError> {
     }
     Ok(())
 }
+
+/// The sets an object either has all of or none of.
+const SETS: [&str; 4] = ["cpuset", "complete_cpuset", "nodeset", "complete_nodeset"];
 
 /// The bitmap attributes of an object.
 const BITMAPS: [&str; 6] = [
