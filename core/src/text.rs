@@ -38,6 +38,12 @@ pub fn clip(text: &str, max: usize) -> String {
     format!("{head}... ({count} characters in all)")
 }
 
+/// A parser's message on one line, clipped: TOML and JSON parsers quote the offending line
+/// of the input, which may be of any length.
+pub fn parser_message(message: &str) -> String {
+    clip(&message.trim().replace('\n', " "), 600)
+}
+
 /// Bytes as people read them.
 pub fn human_bytes(b: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];

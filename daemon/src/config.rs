@@ -348,10 +348,9 @@ impl Config {
     }
 
     pub fn parse(path: &Path, text: &str) -> Result<Self, ConfigError> {
-        // The parser's message quotes the offending line, which may be of any length.
         let config: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.to_owned(),
-            detail: placed_core::text::clip(&e.to_string().trim().replace('\n', " "), 600),
+            detail: placed_core::text::parser_message(&e.to_string()),
         })?;
         config.validate(path)?;
         Ok(config)

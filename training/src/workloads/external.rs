@@ -297,13 +297,18 @@ pub fn load(path: &Path) -> Result<Vec<Definition>, Error> {
 
 /// Parses definitions from TOML text.
 pub fn parse(text: &str) -> Result<Vec<Definition>, String> {
-    let file: File = toml::from_str(text).map_err(|e| e.to_string().trim_end().to_owned())?;
+    use placed_core::text::clip;
+    let file: File =
+        toml::from_str(text).map_err(|e| placed_core::text::parser_message(&e.to_string()))?;
     let mut seen = std::collections::HashSet::new();
     for def in &file.workload {
         def.check()
-            .map_err(|e| format!("workload {:?}: {e}", def.name))?;
+            .map_err(|e| format!("workload {:?}: {}", clip(&def.name, 100), clip(&e, 600)))?;
         if !seen.insert(def.name.as_str()) {
-            return Err(format!("workload {:?} is defined twice", def.name));
+            return Err(format!(
+                "workload {:?} is defined twice",
+                clip(&def.name, 100)
+            ));
         }
     }
     Ok(file.workload)
