@@ -184,7 +184,7 @@ enum Command {
     },
     /// Move a container now: to a placement, or where a policy says. Either becomes the
     /// container's policy (`--placement ID` pins it: policy `pinned:ID`), and the output
-    /// says so; without either, its own policy is applied.
+    /// says so, unless `--keep-policy`; without either, its own policy is applied.
     Place {
         container: String,
         /// An important placement id (placectl placements --vcpus N lists them).
@@ -192,6 +192,10 @@ enum Command {
         placement: Option<String>,
         #[command(flatten)]
         policy: PolicyArgs,
+        /// Move this once and keep the container's own policy (which may move it again at
+        /// its next evaluation).
+        #[arg(long)]
+        keep_policy: bool,
         /// How memory follows (default: the daemon's config).
         #[arg(long, value_name = "MODE", value_enum)]
         migrate: Option<ModeKind>,
@@ -392,6 +396,8 @@ fn run(cli: Cli) -> Result<Exit, Box<dyn std::error::Error>> {
     }
 }
 
+mod streams;
+
 type Failure = Box<dyn std::error::Error>;
 type Client =
     placed_proto::v1::placed_service_client::PlacedServiceClient<tonic::transport::Channel>;
@@ -518,14 +524,26 @@ async fn remote(command: Command, json: bool, daemon: &DaemonArgs) -> Result<Exi
             placement,
             policy,
             migrate,
+            keep_policy,
             ..
-        } => place(&mut c, out, container, placement, &policy, migrate).await,
+        } => {
+            place(
+                &mut c,
+                out,
+                container,
+                placement,
+                &policy,
+                migrate,
+                keep_policy,
+            )
+            .await
+        }
         Command::Watch {
             container, after, ..
-        } => watch(&mut c, out, container, after).await,
+        } => streams::watch(&mut c, out, container, after).await,
         Command::Report {
             container, values, ..
-        } => report(&mut c, out, &container, &values).await,
+        } => streams::report(&mut c, out, &container, &values).await,
         Command::Topology { .. }
         | Command::Placements { .. }
         | Command::Move(_)
@@ -610,6 +628,7 @@ async fn place(
     placement: Option<String>,
     policy: &PolicyArgs,
     migrate: Option<ModeKind>,
+    keep_policy: bool,
 ) -> Result<Exit, Failure> {
     let migration = match migrate {
         None => pb::MigrationMode::Unspecified,
@@ -618,17 +637,19 @@ async fn place(
         Some(ModeKind::Throttled) => pb::MigrationMode::Throttled,
     };
     // A placement or a policy given to `place` becomes the container's policy (a
-    // placement pins it there): said in the output, never done silently.
+    // placement pins it there) unless kept: said in the output, never done silently.
     let new_policy = placement
         .as_ref()
         .map(|id| format!("pinned:{id}"))
-        .or_else(|| policy.policy.clone());
+        .or_else(|| policy.policy.clone())
+        .filter(|_| !keep_policy);
     let r = c
         .place(pb::PlaceRequest {
             container,
             placement_id: placement.unwrap_or_default(),
             policy: policy.to_pb()?,
             migration: migration as i32,
+            keep_policy,
         })
         .await
         .map_err(StatusError)?
@@ -637,136 +658,6 @@ async fn place(
         cli::daemon::place_json(&r, new_policy.as_deref()),
         cli::daemon::render_place(&r, new_policy.as_deref()),
     )
-}
-
-/// Streams events until the daemon ends the stream, Ctrl-C, or the reader goes away.
-async fn watch(
-    c: &mut Client,
-    out: Output,
-    container: Option<String>,
-    after: Option<u64>,
-) -> Result<Exit, Failure> {
-    let mut stream = c
-        .watch(pb::WatchRequest {
-            container: container.unwrap_or_default(),
-            resume_after_sequence: after.unwrap_or(0),
-        })
-        .await
-        .map_err(StatusError)?
-        .into_inner();
-    loop {
-        let next = tokio::select! {
-            m = stream.message() => m.map_err(StatusError)?,
-            _ = tokio::signal::ctrl_c() => return Ok(Exit::Success),
-        };
-        let Some(e) = next else {
-            return Ok(Exit::Success);
-        };
-        let line = if out.json {
-            let mut s = serde_json::to_string(&cli::daemon::event_json(&e))?;
-            s.push('\n');
-            s
-        } else {
-            cli::daemon::render_event(&e)
-        };
-        match cli::write_out(&line) {
-            cli::Output::Open => {}
-            // The reader went away (`| head -1`): done, successfully.
-            cli::Output::Closed => return Ok(Exit::Success),
-            cli::Output::Failed => return Ok(Exit::Failed),
-        }
-    }
-}
-
-/// Sends the given values, or one per line of stdin as each line arrives (stamped with the
-/// time it was read, so a pipe's buffering does not shift it); rejected samples are a
-/// failure.
-async fn report(
-    c: &mut Client,
-    out: Output,
-    container: &str,
-    values: &[f64],
-) -> Result<Exit, Failure> {
-    let r = if values.is_empty() {
-        let (tx, rx) = tokio::sync::mpsc::channel(1024);
-        let owner = container.to_owned();
-        // stdin is read on a thread of its own: a blocking read must not stall the runtime
-        // that sends what came before it.
-        let reader = std::thread::spawn(move || read_samples(&owner, &tx));
-        let r = c
-            .report_metric(tokio_stream::wrappers::ReceiverStream::new(rx))
-            .await
-            .map_err(StatusError)?
-            .into_inner();
-        // The stream ended, so the reader is done (end of input or a line it refused).
-        reader
-            .join()
-            .map_err(|_| "the stdin reader panicked".to_owned())??;
-        r
-    } else {
-        let samples: Vec<_> = values.iter().map(|&x| sample(container, x, None)).collect();
-        c.report_metric(tokio_stream::iter(samples))
-            .await
-            .map_err(StatusError)?
-            .into_inner()
-    };
-    let last = if r.last_error.is_empty() {
-        String::new()
-    } else {
-        format!(" (last: {})", r.last_error)
-    };
-    let code = out.print(
-        serde_json::json!({"schema": "placed.report/v1", "accepted": r.accepted, "rejected": r.rejected, "last_error": r.last_error}),
-        format!("{} accepted, {} rejected{last}\n", r.accepted, r.rejected),
-    )?;
-    if r.rejected > 0 {
-        return Err(format!(
-            "{} of {} samples rejected: {}",
-            r.rejected,
-            r.accepted + r.rejected,
-            r.last_error
-        )
-        .into());
-    }
-    Ok(code)
-}
-
-/// Sends one sample per non-empty line of stdin, stamped when read, until end of input, a
-/// line that is not a number (named in the error), or the call ending.
-fn read_samples(
-    container: &str,
-    tx: &tokio::sync::mpsc::Sender<pb::ReportMetricRequest>,
-) -> Result<(), String> {
-    for (n, line) in std::io::stdin().lines().enumerate() {
-        let line = line.map_err(|e| format!("stdin: {e}"))?;
-        let t = line.trim();
-        if t.is_empty() {
-            continue;
-        }
-        let taken = prost_types::Timestamp::from(std::time::SystemTime::now());
-        let value: f64 = t
-            .parse()
-            .map_err(|_| format!("stdin line {}: {t:?} is not a number", n + 1))?;
-        if tx
-            .blocking_send(sample(container, value, Some(taken)))
-            .is_err()
-        {
-            break;
-        }
-    }
-    Ok(())
-}
-
-fn sample(
-    container: &str,
-    value: f64,
-    time: Option<prost_types::Timestamp>,
-) -> pb::ReportMetricRequest {
-    pb::ReportMetricRequest {
-        container: container.to_owned(),
-        value,
-        time,
-    }
 }
 
 fn main() -> std::process::ExitCode {

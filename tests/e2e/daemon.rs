@@ -127,6 +127,13 @@ fn discovers_places_and_reports_a_container() {
         .placectl(["place", "c1", "--policy", "observe", "--json"])
         .ok();
     assert_eq!(run.json()["moved"], false, "{run:?}");
+    // `--keep-policy` moves once and leaves the container's policy as it was.
+    let run = d
+        .placectl(["place", "c1", "--placement", &id, "--keep-policy", "--json"])
+        .ok();
+    assert!(run.json()["policy"].is_null(), "{run:?}");
+    let run = d.placectl(["containers", "--json"]).ok();
+    assert_eq!(run.json()["containers"][0]["policy"], "observe", "{run:?}");
     let run = d.placectl(["containers", "--json"]).ok();
     assert_eq!(run.json()["containers"][0]["policy"], "observe", "{run:?}");
     assert_eq!(cpus_allowed(pid), want_cpus);
@@ -337,6 +344,17 @@ fn bad_requests_get_the_right_status_codes() {
             })
             .await;
         assert_eq!(code(r), Code::InvalidArgument);
+        // keep_policy with nothing to keep it from: the move would be by its own policy.
+        let r = c
+            .place(pb::PlaceRequest {
+                container: "c1".into(),
+                keep_policy: true,
+                ..Default::default()
+            })
+            .await;
+        let status = r.expect_err("keep_policy alone");
+        assert_eq!(status.code(), Code::InvalidArgument);
+        assert!(status.message().contains("keep_policy"), "{status:?}");
         // The model policy with no prediction yet: a precondition, not a bad request.
         let r = c
             .place(pb::PlaceRequest {

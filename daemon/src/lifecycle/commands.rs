@@ -210,7 +210,7 @@ impl Daemon {
         mode: Option<Mode>,
     ) -> Result<PlaceOutcome, DaemonError> {
         let handle = self.shared.find(reference)?;
-        if let PlaceTarget::Policy(p) = &target {
+        if let PlaceTarget::Policy(p) | PlaceTarget::Once(p) = &target {
             p.validate().map_err(DaemonError::policy)?;
             let v = handle.with(|e| e.record.vcpus)?;
             self.check_pinned(Some(p), v)?;
@@ -292,10 +292,13 @@ fn below_gate_warning(m: &LoadedModel) -> Option<String> {
 /// Applies `Manage`'s settings to a container's entry; a change (or a container stuck
 /// waiting) sends its task back to the start of its lifecycle.
 fn apply_settings(entry: &mut Entry, req: &ManageRequest) {
+    // `on_override` counts as a setting: a container held after an override it adopted or
+    // left is released by the operator choosing another way to handle overrides.
     let before = (
         entry.record.vcpus,
         entry.record.policy.clone(),
         entry.record.metric.clone(),
+        entry.record.on_override,
     );
     if let Some(v) = req.vcpus {
         if entry.record.vcpus != v {
@@ -324,6 +327,7 @@ fn apply_settings(entry: &mut Entry, req: &ManageRequest) {
             entry.record.vcpus,
             entry.record.policy.clone(),
             entry.record.metric.clone(),
+            entry.record.on_override,
         );
     if changed {
         entry.settings += 1;

@@ -141,7 +141,7 @@ impl Handle {
         self.with(super::reconcile::release)?;
         let rec = self.record()?;
         let policy = match &target {
-            PlaceTarget::Policy(p) => p.clone(),
+            PlaceTarget::Policy(p) | PlaceTarget::Once(p) => p.clone(),
             PlaceTarget::OwnPolicy => rec.policy.clone(),
         };
         let set = self.shared.placements(rec.vcpus)?;

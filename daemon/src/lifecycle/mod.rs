@@ -188,6 +188,9 @@ pub enum PlaceTarget {
     OwnPolicy,
     /// A policy, which becomes the container's.
     Policy(Policy),
+    /// A policy for this move only: the container keeps its own, which may move it again
+    /// at its next evaluation (`placectl place --keep-policy`).
+    Once(Policy),
 }
 
 /// What `Place` did.

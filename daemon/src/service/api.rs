@@ -354,22 +354,28 @@ impl Api {
         need_container(&r.container)?;
         let daemon = self.daemon()?;
         let mode = mode_of(daemon, r.migration)?;
-        let target = if !r.placement_id.is_empty() {
+        let given = if !r.placement_id.is_empty() {
             if r.policy.is_some() {
                 return Err(Status::invalid_argument(
                     "give either a placement_id or a policy, not both",
                 ));
             }
-            PlaceTarget::Policy(placed_core::policy::Policy::Pinned {
+            Some(placed_core::policy::Policy::Pinned {
                 placement: r.placement_id,
             })
         } else {
-            match placed_proto::convert::policy_from_pb(r.policy.as_ref(), daemon.config_goal())
+            placed_proto::convert::policy_from_pb(r.policy.as_ref(), daemon.config_goal())
                 .map_err(Status::invalid_argument)?
-            {
-                Some(p) => PlaceTarget::Policy(p),
-                None => PlaceTarget::OwnPolicy,
+        };
+        let target = match given {
+            Some(p) if r.keep_policy => PlaceTarget::Once(p),
+            Some(p) => PlaceTarget::Policy(p),
+            None if r.keep_policy => {
+                return Err(Status::invalid_argument(
+                    "keep_policy needs a placement_id or a policy: without either the move is by the container's own policy",
+                ));
             }
+            None => PlaceTarget::OwnPolicy,
         };
         let out = daemon
             .place(&r.container, target, mode)

@@ -2,7 +2,7 @@
 //!    or `docker update` do) is noticed through inotify, long before the next resync, and
 //!    handled by the container's override policy: adopted, left, or written back until the
 //!    write-back limit is spent. A change made while the daemon was down is handled the
-//!    same way at start.
+//!    same way at start. A new `on_override` releases what the old one held.
 
 use std::time::Duration;
 
@@ -141,6 +141,41 @@ async fn adopt_takes_the_new_cpuset_and_stops_moving_the_container_until_placed(
     assert_eq!(d.cpuset("c"), (p.cpus.clone(), p.mems.clone()));
     let rec = d.record("c");
     assert!(!rec.held() && rec.overridden.is_none(), "{rec:?}");
+    assert_eq!(d.errors("lifecycle"), 0);
+    d.daemon.shutdown().await;
+}
+
+/// A `Manage` that changes nothing keeps the hold (orchestrators send the same request
+/// again); one that changes only `on_override` releases it, and the container goes back
+/// where its policy says.
+#[tokio::test(start_paused = true)]
+async fn a_manage_changing_only_on_override_releases_an_adopted_container() {
+    let (mut d, p) = pinned(None, |_| {}).await;
+    let (cpus, mems) = sets("1-3", "0");
+    let e = override_to(&mut d, &cpus, &mems).await;
+    assert_eq!(action(&e), Action::Adopted, "{e:?}");
+    d.until_free("c").await;
+    let policy = Policy::Pinned {
+        placement: p.id.clone(),
+    };
+
+    d.manage_overridden("c", 4, policy.clone(), None).await;
+    d.idle(3 * RESYNC).await;
+    assert!(
+        d.record("c").held(),
+        "the same request again keeps the hold"
+    );
+    assert_eq!(d.cpuset("c"), (cpus.clone(), mems.clone()));
+
+    d.manage_overridden("c", 4, policy, Some(OnOverride::Reassert))
+        .await;
+    d.next("c", |e| e.kind == EventKind::MigrationFinished)
+        .await;
+    d.until_free("c").await;
+    assert_eq!(d.cpuset("c"), (p.cpus.clone(), p.mems.clone()));
+    let rec = d.record("c");
+    assert!(!rec.held() && rec.overridden.is_none(), "{rec:?}");
+    assert_eq!(rec.on_override, Some(OnOverride::Reassert));
     assert_eq!(d.errors("lifecycle"), 0);
     d.daemon.shutdown().await;
 }

@@ -560,16 +560,18 @@ class RecommendResponse(_message.Message):
     def __init__(self, container: _Optional[str] = ..., placement_id: _Optional[str] = ..., predicted_relative: _Optional[float] = ..., cpus: _Optional[str] = ..., mems: _Optional[str] = ..., reason: _Optional[str] = ..., would_move: _Optional[bool] = ...) -> None: ...
 
 class PlaceRequest(_message.Message):
-    __slots__ = ("container", "placement_id", "policy", "migration")
+    __slots__ = ("container", "placement_id", "policy", "migration", "keep_policy")
     CONTAINER_FIELD_NUMBER: _ClassVar[int]
     PLACEMENT_ID_FIELD_NUMBER: _ClassVar[int]
     POLICY_FIELD_NUMBER: _ClassVar[int]
     MIGRATION_FIELD_NUMBER: _ClassVar[int]
+    KEEP_POLICY_FIELD_NUMBER: _ClassVar[int]
     container: str
     placement_id: str
     policy: Policy
     migration: MigrationMode
-    def __init__(self, container: _Optional[str] = ..., placement_id: _Optional[str] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., migration: _Optional[_Union[MigrationMode, str]] = ...) -> None: ...
+    keep_policy: bool
+    def __init__(self, container: _Optional[str] = ..., placement_id: _Optional[str] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., migration: _Optional[_Union[MigrationMode, str]] = ..., keep_policy: _Optional[bool] = ...) -> None: ...
 
 class PlaceResponse(_message.Message):
     __slots__ = ("container", "placement_id", "cpus", "mems", "moved", "bytes_moved", "duration", "reason")
