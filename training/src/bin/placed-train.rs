@@ -197,6 +197,10 @@ struct CollectFlags {
     /// Widest acceptable 95% interval of a measurement, in percent of its median (+/-).
     #[arg(long, default_value_t = 100.0 * collect::DEFAULT_MAX_INTERVAL)]
     max_interval: f64,
+    /// Leave the measurements the data file holds as unusable as they are; by default a
+    /// resumed collection measures each of them again, once.
+    #[arg(long)]
+    keep_unusable: bool,
 }
 
 impl CollectFlags {
@@ -251,6 +255,7 @@ impl CollectFlags {
             out,
             machine_file: self.machine_file.clone(),
             exe: std::env::current_exe().context("finding the placed-train binary")?,
+            keep_unusable: self.keep_unusable,
         })
     }
 
@@ -352,6 +357,18 @@ fn print_collection(s: &Summary, out: &Path) {
         s.provenance,
         s.provenance_evidence
     );
+    if s.again > 0 {
+        println!(
+            "measured again: {} measurement(s) an earlier collection recorded as unusable, {} of them usable now (the usable record supersedes the unusable one; --keep-unusable leaves them as they are)",
+            s.again, s.again_usable
+        );
+    }
+    if s.kept_unusable > 0 {
+        println!(
+            "kept: {} measurement(s) the file holds as unusable, not measured again (--keep-unusable)",
+            s.kept_unusable
+        );
+    }
     for skipped in &s.skipped {
         println!("skipped: {skipped}");
     }
@@ -360,7 +377,7 @@ fn print_collection(s: &Summary, out: &Path) {
     }
     if !s.unusable.is_empty() {
         println!(
-            "{} measurement(s) recorded as unusable (not a number): fitting leaves their workload runs out; an idle host, more --retries or longer --windows may measure them; delete their lines from the data file to measure them again",
+            "{} measurement(s) recorded as unusable (not a number): fitting leaves their workload runs out; an idle host, more --retries or longer --windows may measure them; running the same command again measures each of them again once",
             s.unusable.len()
         );
     }
