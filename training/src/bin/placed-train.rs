@@ -42,6 +42,10 @@ enum Cli {
         /// Seconds of measurement per node set (after a 1 s warm-up).
         #[arg(long, default_value_t = 5.0)]
         seconds: f64,
+        /// Write the figures even when repeated measurements disagree or a node set measures
+        /// far below a part of it; the file records which checks failed.
+        #[arg(long)]
+        force: bool,
     },
     /// The whole loop: collect (resuming), fit, evaluate, and install the model where the
     /// daemon finds it.
@@ -416,7 +420,7 @@ fn run_collect(collect: &CollectFlags) -> anyhow::Result<()> {
 }
 
 /// `placed-train calibrate`: the bandwidth of node sets, as a machine file.
-fn run_calibrate(out: PathBuf, seconds: f64) -> anyhow::Result<()> {
+fn run_calibrate(out: PathBuf, seconds: f64, force: bool) -> anyhow::Result<()> {
     anyhow::ensure!(
         seconds.is_finite() && seconds > 0.0,
         "--seconds must be positive"
@@ -425,6 +429,7 @@ fn run_calibrate(out: PathBuf, seconds: f64) -> anyhow::Result<()> {
         seconds,
         out: out.clone(),
         exe: std::env::current_exe().context("finding the placed-train binary")?,
+        force,
     })?;
     if c.nodes == 1 {
         println!(
@@ -440,13 +445,23 @@ fn run_calibrate(out: PathBuf, seconds: f64) -> anyhow::Result<()> {
         c.file.sets().len(),
         c.fingerprint
     );
+    for problem in &c.forced {
+        println!("forced past: {problem}");
+    }
+    for note in c.file.notes() {
+        println!("warning: {note}");
+    }
     Ok(())
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli {
         Cli::Collect { collect } => run_collect(&collect)?,
-        Cli::Calibrate { out, seconds } => run_calibrate(out, seconds)?,
+        Cli::Calibrate {
+            out,
+            seconds,
+            force,
+        } => run_calibrate(out, seconds, force)?,
         Cli::Train {
             collect,
             model_dir,
