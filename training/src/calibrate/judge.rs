@@ -6,6 +6,8 @@
 
 use std::fmt;
 
+use placed_core::machine::MEASURED_RANGE;
+
 /// How far the measurements of one round may disagree: (largest - smallest) / median.
 /// Stream-triad bandwidth on an idle host repeats within a few percent; 15% leaves room for
 /// that and for a busy neighbour's short burst, while the differences calibration exists to
@@ -94,6 +96,15 @@ pub enum Problem {
     },
     /// Not a bandwidth at all (the machine file cannot hold it, even with `--force`).
     NotPositive { what: String, value: f64 },
+    /// A figure the machine model refuses to score (`placed_core::machine::MEASURED_RANGE`
+    /// times the slowest node): no interconnect does that, and `--force` would only move the
+    /// refusal to the daemon's start.
+    OutOfRange {
+        what: String,
+        value: f64,
+        slowest: String,
+        slowest_value: f64,
+    },
     /// A node set far slower than a set it contains.
     SlowerThanSubset {
         what: String,
@@ -106,7 +117,10 @@ pub enum Problem {
 impl Problem {
     /// Whether `--force` can write the figures anyway.
     pub fn forceable(&self) -> bool {
-        !matches!(self, Problem::NotPositive { .. })
+        !matches!(
+            self,
+            Problem::NotPositive { .. } | Problem::OutOfRange { .. }
+        )
     }
 }
 
@@ -137,6 +151,18 @@ impl fmt::Display for Problem {
             Problem::NotPositive { what, value } => {
                 write!(f, "{what}: {value} is not a bandwidth")
             }
+            Problem::OutOfRange {
+                what,
+                value,
+                slowest,
+                slowest_value,
+            } => write!(
+                f,
+                "{what}: {value:.3e} is {:.3e}x {slowest} ({slowest_value:.3e}), the slowest node; placement scores take {}x to {}x",
+                value / slowest_value,
+                MEASURED_RANGE.start,
+                MEASURED_RANGE.end
+            ),
             Problem::SlowerThanSubset {
                 what,
                 value,
@@ -174,6 +200,23 @@ pub fn judge(all: &[Measured]) -> Vec<Problem> {
         .filter_map(|m| Some((m, m.set.as_ref()?, m.value())))
         .filter(|(_, _, v)| v.is_finite() && *v > 0.0)
         .collect();
+    // The machine model scores every set relative to the slowest single node.
+    let slowest = sets
+        .iter()
+        .filter(|(_, nodes, _)| nodes.len() == 1)
+        .min_by(|a, b| a.2.total_cmp(&b.2));
+    if let Some(&(slowest, _, slowest_value)) = slowest {
+        for &(m, _, value) in &sets {
+            if !MEASURED_RANGE.contains(&(value / slowest_value)) {
+                problems.push(Problem::OutOfRange {
+                    what: m.what.clone(),
+                    value,
+                    slowest: slowest.what.clone(),
+                    slowest_value,
+                });
+            }
+        }
+    }
     for &(big, big_nodes, value) in &sets {
         for &(small, small_nodes, subset_value) in &sets {
             let proper = small_nodes.len() < big_nodes.len()
@@ -282,6 +325,17 @@ mod tests {
         // Somewhat slower (contention) is not refused.
         all[4] = measured("node set 0-1", Some(&[0, 1]), &[&[8.0, 8.0]]);
         assert_eq!(judge(&all), []);
+    }
+
+    #[test]
+    fn a_set_the_machine_model_would_not_score_cannot_be_forced() {
+        let mut all = quiet();
+        all[4] = measured("node set 0-1", Some(&[0, 1]), &[&[2.0e4, 2.0e4]]);
+        let problems = judge(&all);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(!problems[0].forceable());
+        let text = problems[0].to_string();
+        assert!(text.contains("2.010e3x node 1"), "{text}");
     }
 
     #[test]

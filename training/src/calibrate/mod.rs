@@ -78,7 +78,7 @@ fn refusal(problems: &[Problem]) -> String {
     let what_to_do = if problems.iter().all(Problem::forceable) {
         "measure again on a quiet host (no other load; real hardware, not a virtual machine), or pass --force to write these figures anyway (the file records that they were forced)"
     } else {
-        "measure again on a quiet host; --force cannot write a value that is not a bandwidth"
+        "measure again on a quiet host; --force cannot write a figure that is not a bandwidth or that placement scoring refuses"
     };
     format!(
         "calibration refused, nothing written: {} problem(s): {}; {what_to_do}",
