@@ -431,5 +431,9 @@ pub(crate) mod tests {
         assert_eq!(data.superseded(), 2);
         assert_eq!(data.unusable().count(), 0);
         assert!(data.run_is_usable("w", 0));
+        // What fit, evaluate and train print about it.
+        let said = crate::report::left_out(&data);
+        assert!(said.starts_with("measured again: 2 record(s)"), "{said}");
+        assert!(!said.contains("left out of fitting"), "{said}");
     }
 }
