@@ -226,7 +226,8 @@ pub enum Problem {
         /// What it should be.
         expected: &'static str,
     },
-    /// The same workload run measured twice in one placement.
+    /// The same workload run measured twice in one placement, both times usable (a
+    /// measurement again after an unusable one is not a duplicate: see [`Dataset`]).
     #[error(
         "workload {workload:?} run {run} in placement {placement:?} already measured on line {first_line}"
     )]
@@ -267,11 +268,19 @@ pub enum Problem {
 
 /// A validated data file: one machine class, one `v`, one provenance, and every workload run
 /// measured in every placement of the header.
+///
+/// One record per (workload, run, placement) is kept. A key may appear more than once only
+/// when a resumed collection measured an unusable record again: the usable record wins
+/// wherever it is in the file, and among unusable ones the last wins (it says why the latest
+/// attempt failed). The kept record takes the place of the key's first line, so the row order
+/// stays the collection's. Two usable records of one key are still refused
+/// ([`Problem::DuplicateMeasurement`]): there is no telling which is right.
 #[derive(Debug, Clone)]
 pub struct Dataset {
     header: MachineHeader,
     records: Vec<RunRecord>,
     provenance: Provenance,
+    superseded: usize,
 }
 
 impl Dataset {
@@ -359,6 +368,12 @@ impl Dataset {
         self.records.iter().filter(|r| r.unusable.is_some())
     }
 
+    /// How many records of the file were replaced by another record of the same key (an
+    /// unusable measurement measured again): not in [`Dataset::records`].
+    pub fn superseded(&self) -> usize {
+        self.superseded
+    }
+
     /// Whether every record of this workload run is usable: a run with one unusable
     /// placement has no complete performance vector, so fitting leaves it out.
     pub fn run_is_usable(&self, workload: &str, run: u32) -> bool {
@@ -393,9 +408,10 @@ fn validate(lines: Vec<(usize, Line)>) -> Result<Dataset, (usize, Problem)> {
 
     let mut provenance = None;
     let mut families: HashMap<String, String> = HashMap::new();
-    // (workload, run) -> (first line, placement -> line)
-    let mut runs: BTreeMap<(String, u32), (usize, HashMap<String, usize>)> = BTreeMap::new();
-    let mut records = Vec::new();
+    // (workload, run) -> (first line, placement -> the kept record)
+    let mut runs: BTreeMap<(String, u32), (usize, HashMap<String, Kept>)> = BTreeMap::new();
+    let mut records: Vec<RunRecord> = Vec::new();
+    let mut superseded = 0;
     for (line, parsed) in lines {
         let record = match parsed {
             Line::Machine(_) => {
@@ -439,19 +455,39 @@ fn validate(lines: Vec<(usize, Line)>) -> Result<Dataset, (usize, Problem)> {
         let (_, seen) = runs
             .entry((record.workload.clone(), record.run))
             .or_insert_with(|| (line, HashMap::new()));
-        if let Some(&first_line) = seen.get(&record.placement) {
-            return Err((
-                line,
-                Problem::DuplicateMeasurement {
-                    workload: record.workload.clone(),
-                    run: record.run,
-                    placement: record.placement.clone(),
-                    first_line,
-                },
-            ));
+        let usable = record.unusable.is_none();
+        match seen.get_mut(&record.placement) {
+            None => {
+                seen.insert(
+                    record.placement.clone(),
+                    Kept {
+                        line,
+                        index: records.len(),
+                        usable,
+                    },
+                );
+                records.push(record);
+            }
+            Some(kept) if kept.usable && usable => {
+                return Err((
+                    line,
+                    Problem::DuplicateMeasurement {
+                        workload: record.workload.clone(),
+                        run: record.run,
+                        placement: record.placement.clone(),
+                        first_line: kept.line,
+                    },
+                ));
+            }
+            // An unusable attempt after a usable one adds nothing.
+            Some(kept) if kept.usable => superseded += 1,
+            Some(kept) => {
+                kept.line = line;
+                kept.usable = usable;
+                records[kept.index] = record;
+                superseded += 1;
+            }
         }
-        seen.insert(record.placement.clone(), line);
-        records.push(record);
     }
     let Some(provenance) = provenance else {
         return Err((header_line, Problem::NoRuns));
@@ -481,7 +517,15 @@ fn validate(lines: Vec<(usize, Line)>) -> Result<Dataset, (usize, Problem)> {
         header,
         records,
         provenance,
+        superseded,
     })
+}
+
+/// The record kept for one key while validating: where it came from and whether it is usable.
+struct Kept {
+    line: usize,
+    index: usize,
+    usable: bool,
 }
 
 /// The longest name or text a record may hold: every other problem quotes these, and a

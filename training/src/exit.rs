@@ -34,8 +34,11 @@ fn known(e: &(dyn Error + 'static)) -> Option<Exit> {
     if let Some(c) = e.downcast_ref::<CollectError>() {
         return collect(c);
     }
-    if let Some(CalibrateError::Interrupted { .. }) = e.downcast_ref::<CalibrateError>() {
-        return Some(Exit::Interrupted);
+    match e.downcast_ref::<CalibrateError>() {
+        Some(CalibrateError::Interrupted { .. }) => return Some(Exit::Interrupted),
+        // Figures this host cannot vouch for: the operator quiets it or forces them.
+        Some(CalibrateError::Refused { .. }) => return Some(Exit::Refused),
+        _ => {}
     }
     if let Some(d) = e.downcast_ref::<DataFileError>() {
         return data_file(d);
@@ -101,5 +104,20 @@ mod tests {
         assert_eq!(exit_of(&missing), Exit::NotFound);
         let stopped = CollectError::Interrupted { signal: 2 };
         assert_eq!(exit_of(&stopped).code(), 130);
+    }
+
+    #[test]
+    fn a_refused_calibration_is_refused() {
+        let refused = CalibrateError::Refused {
+            problems: vec![crate::calibrate::judge::Problem::NotPositive {
+                what: "node 0".into(),
+                value: 0.0,
+            }],
+        };
+        assert_eq!(exit_of(&refused), Exit::Refused);
+        assert!(
+            refused.to_string().contains("node 0: 0 is not a bandwidth"),
+            "{refused}"
+        );
     }
 }

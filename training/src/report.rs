@@ -255,10 +255,17 @@ pub fn model_summary(model: &Model) -> String {
     out
 }
 
-/// The workload runs fitting leaves out because a measurement of theirs is unusable; empty
-/// when there are none.
+/// The records a later measurement replaced, and the workload runs fitting leaves out
+/// because a measurement of theirs is unusable; empty when there are none.
 pub fn left_out(data: &Dataset) -> String {
     let mut out = String::new();
+    if data.superseded() > 0 {
+        let _ = writeln!(
+            out,
+            "measured again: {} record(s) replaced by a later measurement of the same workload run and placement (the usable one is kept)",
+            data.superseded()
+        );
+    }
     let unusable: Vec<_> = data.unusable().collect();
     if unusable.is_empty() {
         return out;

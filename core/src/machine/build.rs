@@ -92,7 +92,13 @@ impl Machine {
             }
         }
         set_flags(&cx, &mut concerns, &file)?;
-        let notes = notes_of(&hierarchy, &roles, &t);
+        let mut notes = notes_of(&hierarchy, &roles, &t);
+        // A calibration's own caveats travel with its figures (clipped: the file is input).
+        notes.extend(file.interconnect.iter().flat_map(|ic| {
+            ic.notes
+                .iter()
+                .map(|n| format!("interconnect: {}", crate::text::clip(n, 400)))
+        }));
         let usable = roles
             .cpu_nodes
             .iter()

@@ -44,6 +44,10 @@ pub struct InterconnectTable {
     pub matrix: Option<BandwidthMatrix>,
     #[serde(default)]
     pub sets: Vec<SetBandwidth>,
+    /// What the calibration said about its own figures (a virtual machine, checks written
+    /// past with `--force`): shown with the machine's notes, not part of the fingerprint.
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]

@@ -19,7 +19,9 @@ use std::path::{Path, PathBuf};
 
 pub use concerns::{Concern, Scope, milli};
 pub use hierarchy::{Hierarchy, HierarchyError, Instance, Level};
-pub use interconnect::{Interconnect, InterconnectError, InterconnectSource};
+pub use interconnect::{
+    Interconnect, InterconnectError, InterconnectSource, MEASURED_DIGITS, MEASURED_RANGE,
+};
 pub use machine_file::{MACHINE_FILE_VERSION, MachineFile, MachineFileError};
 pub use memory::{MemoryTarget, NodeRoleError};
 pub use summary::MachineSummary;

@@ -201,7 +201,8 @@ fn machine_file_measured_interconnect() {
     let m = with_file(
         "pack:2 numa:1 core:2 pu:1",
         r#"{"version": 1, "interconnect": {"unit": "GB/s",
-            "matrix": {"nodes": [1, 0], "values": [[20.0, 5.0], [4.0, 10.0]]}}}"#,
+            "matrix": {"nodes": [1, 0], "values": [[20.0, 5.0], [4.0, 10.0]]},
+            "notes": ["measured in a virtual machine"]}}"#,
     )
     .unwrap();
     assert_eq!(m.interconnect.pair(0, 1), Some(4.0));
@@ -210,6 +211,12 @@ fn machine_file_measured_interconnect() {
         m.interconnect.source,
         InterconnectSource::Measured { .. }
     ));
+    assert!(
+        m.notes
+            .contains(&"interconnect: measured in a virtual machine".to_owned()),
+        "{:?}",
+        m.notes
+    );
 }
 
 #[test]

@@ -495,3 +495,61 @@ fn instances_are_found_on_free_units_with_equal_scores() {
     assert!(inst.units.iter().all(|u| *u >= 8));
     assert_eq!(inst.scores, eight.scores);
 }
+
+/// A 4-node machine file: 10 locally, 6 to the package neighbour, 4 across, times `scale`,
+/// each value off by up to `noise` (relative).
+fn calibrated(scale: f64, noise: f64) -> Machine {
+    let base = [
+        [10.0, 6.0, 4.0, 4.0],
+        [6.0, 10.0, 4.0, 4.0],
+        [4.0, 4.0, 10.0, 6.0],
+        [4.0, 4.0, 6.0, 10.0],
+    ];
+    let values: Vec<Vec<f64>> = (0..4)
+        .map(|i| {
+            (0..4)
+                .map(|j| {
+                    let off = ((i * 5 + j * 3 + i * j) % 7) as f64 - 3.0;
+                    base[i][j] * scale * (1.0 + noise * off / 3.0)
+                })
+                .collect()
+        })
+        .collect();
+    let file = serde_json::json!({"version": 1, "interconnect": {"unit": "B/s",
+        "matrix": {"nodes": [0, 1, 2, 3], "values": values}}});
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("machine.json");
+    std::fs::write(&path, file.to_string()).unwrap();
+    Machine::load(
+        &TopologySource::Synthetic("pack:2 numa:2 core:2 pu:1".into()),
+        Some(&path),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_noisy_calibration_in_any_unit_gives_the_short_ids_of_a_clean_one() {
+    let clean = calibrated(1.0, 0.0);
+    // Bytes per second, 0.1% noise: what a calibration on a quiet host writes.
+    let noisy = calibrated(1.3e8, 0.001);
+    for v in [2, 4, 8] {
+        let a = important_placements(&clean, v).unwrap();
+        let b = important_placements(&noisy, v).unwrap();
+        check_invariants(&noisy, &b, "noisy calibration");
+        assert_eq!(ids(&a), ids(&b), "v = {v}");
+        for id in ids(&b) {
+            let longest = id
+                .split(|c: char| !c.is_ascii_digit())
+                .map(str::len)
+                .max()
+                .unwrap_or(0);
+            assert!(longest <= 3, "v = {v}: {id}");
+        }
+    }
+    let four = important_placements(&noisy, 4).unwrap();
+    assert!(
+        ids(&four).iter().any(|id| id.ends_with("-ic1.500")),
+        "{:?}",
+        ids(&four)
+    );
+}

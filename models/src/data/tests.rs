@@ -287,3 +287,64 @@ fn an_unusable_record_loads_without_a_number_and_its_run_is_left_out_of_fitting(
     bad.push(run("c1", "c", "n1", "null"));
     assert!(matches!(refused(&bad).1, Problem::InvalidValue { .. }));
 }
+
+/// An unusable record of `workload` in `placement`.
+fn unusable_run(workload: &str, family: &str, placement: &str) -> String {
+    run(workload, family, placement, "null").replace(
+        r#""provenance":"real""#,
+        r#""provenance":"real","unusable":"interval +/-40% wider than +/-10%""#,
+    )
+}
+
+#[test]
+fn a_usable_measurement_after_an_unusable_one_of_the_same_key_wins() {
+    let mut lines = good();
+    lines.push(run("c1", "c", "n1", "90"));
+    lines.push(unusable_run("c1", "c", "n2"));
+    // A resumed collection measured it again: first still unusable, then usable.
+    lines.push(unusable_run("c1", "c", "n2"));
+    lines.push(run("c1", "c", "n2", "120"));
+    let data = parse(&lines).expect("a measurement again is not a duplicate");
+    assert_eq!(data.superseded(), 2);
+    assert_eq!(data.unusable().count(), 0);
+    assert!(data.run_is_usable("c1", 0));
+    let kept: Vec<&RunRecord> = data
+        .records()
+        .iter()
+        .filter(|r| r.workload == "c1")
+        .collect();
+    assert_eq!(kept.len(), 2);
+    // In the place of the key's first line, with the later value.
+    assert_eq!(kept[1].placement, "n2");
+    assert_eq!(kept[1].performance.value, 120.0);
+    let table = crate::table::PerformanceTable::new(&data, 0);
+    let rows: Vec<&str> = table.rows().iter().map(|r| r.workload.as_str()).collect();
+    assert_eq!(rows, ["a1", "b1", "c1"]);
+}
+
+#[test]
+fn an_unusable_measurement_after_a_usable_one_is_ignored_and_two_usable_ones_are_refused() {
+    let mut lines = good();
+    lines.push(unusable_run("a1", "a", "n2"));
+    let data = parse(&lines).expect("valid");
+    assert_eq!(data.superseded(), 1);
+    assert!(data.run_is_usable("a1", 0));
+    assert_eq!(data.records().len(), 4);
+
+    let mut lines = good();
+    lines.push(run("a1", "a", "n2", "151"));
+    match refused(&lines) {
+        (6, Problem::DuplicateMeasurement { first_line: 3, .. }) => {}
+        other => panic!("{other:?}"),
+    }
+    // Two unusable ones: the last says why, and the run stays out.
+    let mut lines = good();
+    lines.push(run("c1", "c", "n1", "90"));
+    lines.push(unusable_run("c1", "c", "n2"));
+    lines.push(unusable_run("c1", "c", "n2").replace("+/-40%", "+/-30%"));
+    let data = parse(&lines).expect("valid");
+    let left: Vec<&RunRecord> = data.unusable().collect();
+    assert_eq!(left.len(), 1);
+    assert!(left[0].unusable.as_deref().unwrap().contains("+/-30%"));
+    assert!(!data.run_is_usable("c1", 0));
+}

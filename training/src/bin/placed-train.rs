@@ -42,6 +42,10 @@ enum Cli {
         /// Seconds of measurement per node set (after a 1 s warm-up).
         #[arg(long, default_value_t = 5.0)]
         seconds: f64,
+        /// Write the figures even when repeated measurements disagree or a node set measures
+        /// far below a part of it; the file records which checks failed.
+        #[arg(long)]
+        force: bool,
     },
     /// The whole loop: collect (resuming), fit, evaluate, and install the model where the
     /// daemon finds it.
@@ -197,6 +201,10 @@ struct CollectFlags {
     /// Widest acceptable 95% interval of a measurement, in percent of its median (+/-).
     #[arg(long, default_value_t = 100.0 * collect::DEFAULT_MAX_INTERVAL)]
     max_interval: f64,
+    /// Leave the measurements the data file holds as unusable as they are; by default a
+    /// resumed collection measures each of them again, once.
+    #[arg(long)]
+    keep_unusable: bool,
 }
 
 impl CollectFlags {
@@ -251,6 +259,7 @@ impl CollectFlags {
             out,
             machine_file: self.machine_file.clone(),
             exe: std::env::current_exe().context("finding the placed-train binary")?,
+            keep_unusable: self.keep_unusable,
         })
     }
 
@@ -352,6 +361,18 @@ fn print_collection(s: &Summary, out: &Path) {
         s.provenance,
         s.provenance_evidence
     );
+    if s.again > 0 {
+        println!(
+            "measured again: {} measurement(s) an earlier collection recorded as unusable, {} of them usable now (the usable record supersedes the unusable one; --keep-unusable leaves them as they are)",
+            s.again, s.again_usable
+        );
+    }
+    if s.kept_unusable > 0 {
+        println!(
+            "kept: {} measurement(s) the file holds as unusable, not measured again (--keep-unusable)",
+            s.kept_unusable
+        );
+    }
     for skipped in &s.skipped {
         println!("skipped: {skipped}");
     }
@@ -360,7 +381,7 @@ fn print_collection(s: &Summary, out: &Path) {
     }
     if !s.unusable.is_empty() {
         println!(
-            "{} measurement(s) recorded as unusable (not a number): fitting leaves their workload runs out; an idle host, more --retries or longer --windows may measure them; delete their lines from the data file to measure them again",
+            "{} measurement(s) recorded as unusable (not a number): fitting leaves their workload runs out; an idle host, more --retries or longer --windows may measure them; running the same command again measures each of them again once",
             s.unusable.len()
         );
     }
@@ -399,7 +420,7 @@ fn run_collect(collect: &CollectFlags) -> anyhow::Result<()> {
 }
 
 /// `placed-train calibrate`: the bandwidth of node sets, as a machine file.
-fn run_calibrate(out: PathBuf, seconds: f64) -> anyhow::Result<()> {
+fn run_calibrate(out: PathBuf, seconds: f64, force: bool) -> anyhow::Result<()> {
     anyhow::ensure!(
         seconds.is_finite() && seconds > 0.0,
         "--seconds must be positive"
@@ -408,6 +429,7 @@ fn run_calibrate(out: PathBuf, seconds: f64) -> anyhow::Result<()> {
         seconds,
         out: out.clone(),
         exe: std::env::current_exe().context("finding the placed-train binary")?,
+        force,
     })?;
     if c.nodes == 1 {
         println!(
@@ -423,13 +445,23 @@ fn run_calibrate(out: PathBuf, seconds: f64) -> anyhow::Result<()> {
         c.file.sets().len(),
         c.fingerprint
     );
+    for problem in &c.forced {
+        println!("forced past: {problem}");
+    }
+    for note in c.file.notes() {
+        println!("warning: {note}");
+    }
     Ok(())
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli {
         Cli::Collect { collect } => run_collect(&collect)?,
-        Cli::Calibrate { out, seconds } => run_calibrate(out, seconds)?,
+        Cli::Calibrate {
+            out,
+            seconds,
+            force,
+        } => run_calibrate(out, seconds, force)?,
         Cli::Train {
             collect,
             model_dir,

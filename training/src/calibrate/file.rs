@@ -21,6 +21,9 @@ struct Interconnect {
     matrix: Matrix,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     sets: Vec<SetBandwidth>,
+    /// What the figures are not (a virtual machine's, forced past a check).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    notes: Vec<String>,
 }
 
 /// A machine file holding a measured interconnect.
@@ -37,6 +40,7 @@ impl CalibrationFile {
         nodes: Vec<u32>,
         values: Vec<Vec<f64>>,
         sets: Vec<SetBandwidth>,
+        notes: Vec<String>,
     ) -> Self {
         Self {
             version: 1,
@@ -45,6 +49,7 @@ impl CalibrationFile {
                 unit: unit.to_owned(),
                 matrix: Matrix { nodes, values },
                 sets,
+                notes,
             },
         }
     }
@@ -69,6 +74,10 @@ impl CalibrationFile {
     pub fn unit(&self) -> &str {
         &self.interconnect.unit
     }
+
+    pub fn notes(&self) -> &[String] {
+        &self.interconnect.notes
+    }
 }
 
 #[cfg(test)]
@@ -77,7 +86,7 @@ mod tests {
 
     #[test]
     fn a_one_node_file_loads_as_a_machine_file() {
-        let f = CalibrationFile::new("GB/s", vec![0], vec![vec![10.0]], Vec::new());
+        let f = CalibrationFile::new("GB/s", vec![0], vec![vec![10.0]], Vec::new(), Vec::new());
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("m.json");
         std::fs::write(&path, f.to_json()).unwrap();
@@ -99,14 +108,21 @@ mod tests {
                 nodes: vec![0, 1],
                 bandwidth: 15.0,
             }],
+            vec!["written with --force past 1 failed check(s): ...".into()],
         );
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("m.json");
         std::fs::write(&path, f.to_json()).unwrap();
-        placed_core::machine::Machine::load(
+        let m = placed_core::machine::Machine::load(
             &placed_core::machine::TopologySource::Synthetic("pack:2 numa:1 core:2 pu:1".into()),
             Some(&path),
         )
         .unwrap();
+        // The forced mark travels with the figures into the machine model's notes.
+        assert!(
+            m.notes.iter().any(|n| n.contains("--force")),
+            "{:?}",
+            m.notes
+        );
     }
 }

@@ -2,8 +2,14 @@
 //! built-in stream-triad workload (threads on the set's PUs, memory on the set's nodes),
 //! written as the machine file's `interconnect` section (docs/machine-file.md), which the
 //! machine model then uses instead of the NUMA distances.
+//!
+//! Every figure is measured in rounds until two measurements agree (`judge`), the figures
+//! are checked for what no interconnect does, and a calibration that fails either is refused
+//! with the figures unless `--force`, which the file then records. On a virtual machine the
+//! figures describe the hypervisor, and the command and the file say so.
 
 mod file;
+pub mod judge;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -14,10 +20,14 @@ use placed_core::machine::{Machine, MachineError, TopologySource};
 use placed_core::placement::important_placements;
 use placed_host::observe::{ObserveError, ProcProbe, Protocol, Target};
 
+use placed_core::text::error_line;
+use placed_models::Provenance;
+
 pub use self::file::{CalibrationFile, SetBandwidth};
+use self::judge::{Measured, Problem};
 use crate::collect::{CgroupError, Job, Parent, Scratch};
-use crate::interrupt;
 use crate::workloads::{self, Launch};
+use crate::{interrupt, provenance};
 
 /// The workload calibration measures with.
 pub const WORKLOAD: &str = "stream-triad";
@@ -58,6 +68,23 @@ pub enum CalibrateError {
     },
     #[error("interrupted by signal {signal}; nothing was written")]
     Interrupted { signal: i32 },
+    #[error("{}", refusal(problems))]
+    Refused { problems: Vec<Problem> },
+}
+
+/// The refusal in one line: the figures, and what to do.
+fn refusal(problems: &[Problem]) -> String {
+    let list: Vec<String> = problems.iter().map(ToString::to_string).collect();
+    let what_to_do = if problems.iter().all(Problem::forceable) {
+        "measure again on a quiet host (no other load; real hardware, not a virtual machine), or pass --force to write these figures anyway (the file records that they were forced)"
+    } else {
+        "measure again on a quiet host; --force cannot write a figure that is not a bandwidth or that placement scoring refuses"
+    };
+    format!(
+        "calibration refused, nothing written: {} problem(s): {}; {what_to_do}",
+        problems.len(),
+        list.join("; ")
+    )
 }
 
 #[derive(Debug, Clone)]
@@ -66,6 +93,8 @@ pub struct Options {
     pub seconds: f64,
     pub out: PathBuf,
     pub exe: PathBuf,
+    /// Write figures that fail the checks (`judge`), recording that in the file.
+    pub force: bool,
 }
 
 /// What calibration wrote.
@@ -75,6 +104,10 @@ pub struct Calibration {
     /// The fingerprint of the machine model with the file applied.
     pub fingerprint: String,
     pub nodes: usize,
+    /// The checks `--force` wrote the figures past.
+    pub forced: Vec<Problem>,
+    /// Why this host is a virtual machine, when it is.
+    pub virtual_machine: Option<String>,
 }
 
 /// The PUs of each CPU node (by os index), from the machine model's units.
@@ -123,51 +156,84 @@ pub fn calibrate(options: &Options) -> Result<Calibration, CalibrateError> {
         source,
     })?;
     let machine = Machine::load(&TopologySource::Host, None).map_err(Box::new)?;
+    let detection = provenance::detect();
+    let virtual_machine =
+        (detection.provenance == Provenance::VirtualMachine).then_some(detection.evidence);
+    if let Some(evidence) = &virtual_machine {
+        eprintln!("placed-train: warning: {}", vm_note(evidence));
+    }
     let nodes = node_cpus(&machine);
     let all_cpus = nodes.iter().fold(CpuSet::new(), |a, (_, c)| a.union(c));
     let all_mems: NodeSet = nodes.iter().map(|(n, _)| *n).collect();
     let sets = packing_sets(&machine);
     let total = nodes.len() * nodes.len() + sets.len();
     eprintln!(
-        "placed-train: calibrating {} node(s): {} pair(s) and {} node set(s), {:.0} s each",
+        "placed-train: calibrating {} node(s): {} pair(s) and {} node set(s), each {} times {:.0} s (more rounds where they disagree by over {:.0}%)",
         nodes.len(),
         nodes.len() * nodes.len(),
         sets.len(),
-        options.seconds + 1.0
+        judge::REPEATS,
+        options.seconds + 1.0,
+        100.0 * judge::MAX_SPREAD
     );
     let protocol = protocol(options.seconds);
     let mut parent = Parent::create(&all_cpus, &all_mems)?;
     let scratch_root = std::env::temp_dir().join(format!("{}-calibrate", parent.path().name()));
     let mut done = 0;
-    let mut measure = |cpus: &CpuSet, mems: &NodeSet, what: String| {
+    let mut measure = |cpus: &CpuSet, mems: &NodeSet, what: String, set: Option<Vec<u32>>| {
         done += 1;
         eprintln!("placed-train: [{done}/{total}] {what}");
-        let bw = bandwidth(
-            &stream,
-            cpus,
-            mems,
-            &protocol,
-            &mut parent,
-            &scratch_root,
-            options,
-            &what,
+        let rounds = judge::measure_rounds(
+            || {
+                let bw = bandwidth(
+                    &stream,
+                    cpus,
+                    mems,
+                    &protocol,
+                    &mut parent,
+                    &scratch_root,
+                    options,
+                    &what,
+                )?;
+                eprintln!("placed-train:   {bw:.4e} {}", stream.unit);
+                Ok::<f64, CalibrateError>(bw)
+            },
+            |rounds| {
+                let Some(last) = rounds.last() else { return };
+                let spread = judge::spread(last);
+                if spread > judge::MAX_SPREAD {
+                    let next = if judge::another_round(rounds) {
+                        format!(
+                            "measuring again (round {} of {})",
+                            rounds.len() + 1,
+                            judge::ROUNDS
+                        )
+                    } else {
+                        format!("no agreement in {} rounds", rounds.len())
+                    };
+                    eprintln!(
+                        "placed-train:   the measurements differ by {:.0}% (bound {:.0}%): {next}",
+                        100.0 * spread,
+                        100.0 * judge::MAX_SPREAD
+                    );
+                }
+            },
         )?;
-        eprintln!("placed-train:   {bw:.4e} {}", stream.unit);
-        Ok::<f64, CalibrateError>(bw)
+        Ok::<Measured, CalibrateError>(Measured { what, set, rounds })
     };
-    let mut values = Vec::new();
-    for (i, (row, cpus)) in nodes.iter().enumerate() {
+    let mut matrix = Vec::new();
+    for (row, cpus) in &nodes {
         let mut line = Vec::new();
-        for (j, (col, _)) in nodes.iter().enumerate() {
-            let _ = (i, j);
+        for (col, _) in &nodes {
             let mems: NodeSet = std::iter::once(*col).collect();
-            line.push(measure(
-                cpus,
-                &mems,
-                format!("threads on node {row}, memory on node {col}"),
-            )?);
+            let (what, set) = if row == col {
+                (format!("node {row}"), Some(vec![*row]))
+            } else {
+                (format!("threads on node {row}, memory on node {col}"), None)
+            };
+            line.push(measure(cpus, &mems, what, set)?);
         }
-        values.push(line);
+        matrix.push(line);
     }
     let mut measured_sets = Vec::new();
     for set in &sets {
@@ -175,18 +241,51 @@ pub fn calibrate(options: &Options) -> Result<Calibration, CalibrateError> {
             .iter()
             .filter(|(n, _)| set.contains(*n))
             .fold(CpuSet::new(), |a, (_, c)| a.union(c));
-        let bw = measure(&cpus, set, format!("node set {set}"))?;
-        measured_sets.push(SetBandwidth {
-            nodes: set.iter().collect(),
-            bandwidth: bw,
-        });
+        measured_sets.push(measure(
+            &cpus,
+            set,
+            format!("node set {set}"),
+            Some(set.iter().collect()),
+        )?);
     }
     drop(parent);
+    let all: Vec<Measured> = matrix
+        .iter()
+        .flatten()
+        .chain(&measured_sets)
+        .cloned()
+        .collect();
+    let problems = judge::judge(&all);
+    let writable = problems.is_empty() || options.force && problems.iter().all(Problem::forceable);
+    if !writable {
+        return Err(CalibrateError::Refused { problems });
+    }
+    let mut notes = Vec::new();
+    if !problems.is_empty() {
+        let list: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        notes.push(format!(
+            "written with --force past {} failed check(s): {}",
+            problems.len(),
+            list.join("; ")
+        ));
+    }
+    notes.extend(virtual_machine.as_deref().map(vm_note));
     let file = CalibrationFile::new(
         &stream.unit,
         nodes.iter().map(|(n, _)| *n).collect(),
-        values,
-        measured_sets,
+        matrix
+            .iter()
+            .map(|line| line.iter().map(Measured::value).collect())
+            .collect(),
+        measured_sets
+            .iter()
+            .zip(&sets)
+            .map(|(m, set)| SetBandwidth {
+                nodes: set.iter().collect(),
+                bandwidth: m.value(),
+            })
+            .collect(),
+        notes,
     );
     placed_models::atomic_file::write(&options.out, &[file.to_json().as_bytes()]).map_err(
         |source| CalibrateError::Write {
@@ -204,7 +303,16 @@ pub fn calibrate(options: &Options) -> Result<Calibration, CalibrateError> {
         file,
         fingerprint: reloaded.fingerprint().to_owned(),
         nodes: nodes.len(),
+        forced: problems,
+        virtual_machine,
     })
+}
+
+/// What a calibration in a virtual machine measured, for the warning and the file.
+fn vm_note(evidence: &str) -> String {
+    format!(
+        "measured in a virtual machine ({evidence}): the figures describe the hypervisor's memory path and the host's load, not the hardware's interconnect"
+    )
 }
 
 /// One second of warm-up (page faults of the arrays), then half-second windows; no
@@ -262,7 +370,11 @@ fn bandwidth(
             what,
         ) {
             Err(e @ (CalibrateError::NoBandwidth { .. } | CalibrateError::Measure { .. })) => {
-                eprintln!("placed-train:   attempt {} of 3 failed: {e}", attempt + 1);
+                eprintln!(
+                    "placed-train:   attempt {} of 3 failed: {}",
+                    attempt + 1,
+                    error_line(&e)
+                );
                 last = Some(e);
             }
             other => return other,

@@ -8,6 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use placed_core::placement::Placement;
+use placed_core::text::error_line;
 use placed_host::observe::{Measurement as Observed, ProcProbe, Target};
 
 use super::{CollectError, Job, Options, Parent, Scratch};
@@ -158,11 +159,11 @@ fn measure_once(
     }
     drop(cgroup);
     match outcome {
-        Err(e) => Ok(Err(chain(&e))),
+        Err(e) => Ok(Err(error_line(&e))),
         Ok(None) => Err(CollectError::Interrupted {
             signal: interrupt::signal(),
         }),
-        Ok(Some(Err(e))) => Ok(Err(chain(&e))),
+        Ok(Some(Err(e))) => Ok(Err(error_line(&e))),
         Ok(Some(Ok(m))) if !(m.estimate.value.is_finite() && m.estimate.value > 0.0) => Ok(Err(
             format!("the workload made no progress (rate {})", m.estimate.value),
         )),
@@ -177,17 +178,6 @@ fn measure_once(
 pub fn longer_window(window: Duration, attempt: u32) -> Duration {
     let longer = window.saturating_mul(1 << attempt.min(4));
     longer.min(Duration::from_secs(4)).max(window)
-}
-
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
 }
 
 #[cfg(test)]

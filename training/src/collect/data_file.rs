@@ -1,6 +1,10 @@
 //! The data file as the collector writes it: the machine header, then one run record per
 //! measurement, each appended and synced before the next starts, so that a collection
 //! killed at any point resumes from what the file holds.
+//!
+//! A key whose only records are unusable is not done: a resumed collection may measure it
+//! again and append another record, and the loader keeps the usable one
+//! (`placed_models::Dataset`, docs/models.md "Measured again").
 
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
@@ -50,12 +54,26 @@ enum LineRef<'a> {
     Run(&'a RunRecord),
 }
 
+/// What the file holds for one measurement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyState {
+    /// No record.
+    Missing,
+    /// Only unusable records: measuring it again may give a usable one.
+    Unusable,
+    /// A usable record.
+    Done,
+}
+
 /// An open data file, positioned at its end.
 #[derive(Debug)]
 pub struct DataFile {
     path: PathBuf,
     file: File,
+    /// Keys with a usable record.
     done: HashSet<Key>,
+    /// Keys with only unusable records.
+    unusable: HashSet<Key>,
     /// Whether an existing file was continued.
     pub resumed: bool,
     /// Whether a torn last line was dropped.
@@ -84,6 +102,7 @@ impl DataFile {
             Err(e) => return Err(io("read")(e)),
         };
         let mut done = HashSet::new();
+        let mut unusable = HashSet::new();
         let mut dropped_torn_line = false;
         let mut keep_bytes = 0usize;
         let mut resumed = false;
@@ -141,7 +160,13 @@ impl DataFile {
                             ),
                         });
                     }
-                    done.insert((record.workload, record.run, record.placement));
+                    let usable = record.unusable.is_none();
+                    note(
+                        &mut done,
+                        &mut unusable,
+                        (record.workload, record.run, record.placement),
+                        usable,
+                    );
                 }
                 keep_bytes = whole;
                 resumed = true;
@@ -159,6 +184,7 @@ impl DataFile {
             path: path.to_owned(),
             file,
             done,
+            unusable,
             resumed,
             dropped_torn_line,
         };
@@ -173,24 +199,35 @@ impl DataFile {
         Ok(this)
     }
 
-    /// Whether this measurement is already in the file.
-    pub fn is_done(&self, key: &Key) -> bool {
-        self.done.contains(key)
+    /// What the file holds for this measurement.
+    pub fn state(&self, key: &Key) -> KeyState {
+        if self.done.contains(key) {
+            KeyState::Done
+        } else if self.unusable.contains(key) {
+            KeyState::Unusable
+        } else {
+            KeyState::Missing
+        }
     }
 
-    /// How many measurements the file holds.
+    /// How many measurements the file holds, usable or not.
     pub fn done(&self) -> usize {
-        self.done.len()
+        self.done.len() + self.unusable.len()
     }
 
     /// Appends a record and syncs it to disk before returning.
     pub fn append(&mut self, record: &RunRecord) -> Result<(), DataFileError> {
         self.write_line(&LineRef::Run(record))?;
-        self.done.insert((
-            record.workload.clone(),
-            record.run,
-            record.placement.clone(),
-        ));
+        note(
+            &mut self.done,
+            &mut self.unusable,
+            (
+                record.workload.clone(),
+                record.run,
+                record.placement.clone(),
+            ),
+            record.unusable.is_none(),
+        );
         Ok(())
     }
 
@@ -209,6 +246,17 @@ impl DataFile {
         // One write per line: a crash leaves at most this line torn, which `open` drops.
         self.file.write_all(&bytes).map_err(io("append to"))?;
         self.file.sync_data().map_err(io("sync"))
+    }
+}
+
+/// Files a record's key as done (usable) or unusable; a usable record settles the key for
+/// good, as it does for the loader.
+fn note(done: &mut HashSet<Key>, unusable: &mut HashSet<Key>, key: Key, usable: bool) {
+    if usable {
+        unusable.remove(&key);
+        done.insert(key);
+    } else if !done.contains(&key) {
+        unusable.insert(key);
     }
 }
 
@@ -269,11 +317,11 @@ fn sync_dir(path: &Path) -> std::io::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use placed_models::data::{DATA_FORMAT_VERSION, Measurement, PlacementInfo};
 
-    fn header(v: u32) -> MachineHeader {
+    pub(crate) fn header(v: u32) -> MachineHeader {
         MachineHeader {
             version: DATA_FORMAT_VERSION,
             fingerprint: "mc1-test".into(),
@@ -292,7 +340,7 @@ mod tests {
         }
     }
 
-    fn record(workload: &str, placement: &str) -> RunRecord {
+    pub(crate) fn record(workload: &str, placement: &str) -> RunRecord {
         RunRecord {
             fingerprint: "mc1-test".into(),
             v: 1,
@@ -327,7 +375,7 @@ mod tests {
         let f = DataFile::open(&path, &header(1), Provenance::VirtualMachine).unwrap();
         assert!(f.resumed && f.dropped_torn_line);
         assert_eq!(f.done(), 2);
-        assert!(f.is_done(&("w".into(), 0, "b".into())));
+        assert_eq!(f.state(&("w".into(), 0, "b".into())), KeyState::Done);
         drop(f);
         let data = placed_models::Dataset::load(&path).unwrap();
         assert_eq!(data.records().len(), 2);
@@ -341,5 +389,51 @@ mod tests {
         let err = DataFile::open(&path, &header(2), Provenance::VirtualMachine).unwrap_err();
         assert!(matches!(err, DataFileError::Mismatch { .. }), "{err}");
         assert!(err.to_string().contains("v = 1 instead of 2"), "{err}");
+    }
+
+    pub(crate) fn unusable_record(workload: &str, placement: &str) -> RunRecord {
+        let mut r = record(workload, placement);
+        r.performance.value = f64::NAN;
+        r.performance.spread = f64::NAN;
+        r.unusable = Some("interval +/-40% wider than +/-10%".into());
+        r
+    }
+
+    #[test]
+    fn an_unusable_key_stays_to_measure_until_a_usable_record_settles_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("data.jsonl");
+        let mut f = DataFile::open(&path, &header(1), Provenance::VirtualMachine).unwrap();
+        f.append(&record("w", "a")).unwrap();
+        f.append(&unusable_record("w", "b")).unwrap();
+        drop(f);
+
+        let b: Key = ("w".into(), 0, "b".into());
+        let mut f = DataFile::open(&path, &header(1), Provenance::VirtualMachine).unwrap();
+        assert_eq!(f.state(&("w".into(), 0, "a".into())), KeyState::Done);
+        assert_eq!(f.state(&b), KeyState::Unusable);
+        assert_eq!(f.state(&("w".into(), 1, "a".into())), KeyState::Missing);
+        assert_eq!(f.done(), 2);
+        // Measured again: still unusable, then usable.
+        f.append(&unusable_record("w", "b")).unwrap();
+        assert_eq!(f.state(&b), KeyState::Unusable);
+        f.append(&record("w", "b")).unwrap();
+        assert_eq!(f.state(&b), KeyState::Done);
+        assert_eq!(f.done(), 2);
+        drop(f);
+
+        let f = DataFile::open(&path, &header(1), Provenance::VirtualMachine).unwrap();
+        assert_eq!(f.state(&b), KeyState::Done);
+        drop(f);
+        // The loader keeps the usable record of b.
+        let data = placed_models::Dataset::load(&path).unwrap();
+        assert_eq!(data.records().len(), 2);
+        assert_eq!(data.superseded(), 2);
+        assert_eq!(data.unusable().count(), 0);
+        assert!(data.run_is_usable("w", 0));
+        // What fit, evaluate and train print about it.
+        let said = crate::report::left_out(&data);
+        assert!(said.starts_with("measured again: 2 record(s)"), "{said}");
+        assert!(!said.contains("left out of fitting"), "{said}");
     }
 }

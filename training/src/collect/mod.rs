@@ -28,7 +28,7 @@ use placed_models::data::{
 
 pub use self::attempts::{DEFAULT_MAX_INTERVAL, Outcome, longer_window, relative_interval};
 pub use self::cgroups::{CgroupError, Parent, RunCgroup};
-pub use self::data_file::{DataFile, DataFileError};
+pub use self::data_file::{DataFile, DataFileError, KeyState};
 pub use self::job::{Job, Started};
 pub use self::progress::human;
 pub use self::selftest::NAMES as SELFTEST_NAMES;
@@ -89,6 +89,9 @@ pub struct Options {
     pub machine_file: Option<PathBuf>,
     /// The `placed-train` binary, which runs the built-in kernels.
     pub exe: PathBuf,
+    /// Leave measurements the file holds only as unusable as they are, instead of measuring
+    /// each again once (`--keep-unusable`).
+    pub keep_unusable: bool,
 }
 
 /// What a collection did.
@@ -98,8 +101,15 @@ pub struct Summary {
     pub provenance: Provenance,
     pub provenance_evidence: String,
     pub total: usize,
+    /// Measurements the file already held and this collection left as they are.
     pub already_done: usize,
     pub measured: usize,
+    /// Measurements an earlier collection recorded as unusable, measured again by this one.
+    pub again: usize,
+    /// Of those, how many gave a usable record this time.
+    pub again_usable: usize,
+    /// Measurements the file holds only as unusable, left so by `--keep-unusable`.
+    pub kept_unusable: usize,
     /// Measurements given up after every retry, with the last reason.
     pub skipped: Vec<String>,
     /// Measurements recorded as unusable in this collection (interval too wide after every
@@ -226,20 +236,9 @@ pub fn collect(jobs: &[Box<dyn Job>], options: &Options) -> Result<Summary, Coll
             set.placements[s.placement].id.clone(),
         )
     };
-    let todo: Vec<plan::Step> = steps
-        .iter()
-        .filter(|s| !data.is_done(&key(s)))
-        .copied()
-        .collect();
-    let already_done = steps.len() - todo.len();
-    announce(
-        options,
-        jobs.len(),
-        &set,
-        &detection,
-        already_done,
-        steps.len(),
-    );
+    let pending = pending(&steps, |s| data.state(&key(s)), options.keep_unusable);
+    let already_done = steps.len() - pending.todo.len();
+    announce(options, jobs.len(), &set, &detection, &pending, steps.len());
     let mut summary = Summary {
         header: header.clone(),
         provenance: detection.provenance,
@@ -247,11 +246,14 @@ pub fn collect(jobs: &[Box<dyn Job>], options: &Options) -> Result<Summary, Coll
         total: steps.len(),
         already_done,
         measured: 0,
+        again: pending.again,
+        again_usable: 0,
+        kept_unusable: pending.kept_unusable,
         skipped: Vec::new(),
         unusable: Vec::new(),
         elapsed: Duration::ZERO,
     };
-    if todo.is_empty() {
+    if pending.todo.is_empty() {
         summary.elapsed = started.elapsed();
         return Ok(summary);
     }
@@ -261,16 +263,21 @@ pub fn collect(jobs: &[Box<dyn Job>], options: &Options) -> Result<Summary, Coll
     let mut progress = progress::Progress::new(steps.len(), already_done, guess);
     let scratch_root = std::env::temp_dir().join(parent.path().name());
     let _scratch_guard = Scratch::create(&scratch_root)?;
-    for step in todo {
+    for (step, again) in pending.todo {
         let job = &jobs[step.workload];
         let placement = &set.placements[step.placement];
         let begun = Instant::now();
         eprintln!(
-            "placed-train: {} {} run {} in {} (cpus {}, mems {}); {} left",
+            "placed-train: {} {} run {} in {}{} (cpus {}, mems {}); {} left",
             progress.prefix(),
             job.name(),
             step.run,
             placement.id,
+            if again {
+                ", again (unusable before)"
+            } else {
+                ""
+            },
             placement.cpus,
             placement.mems,
             human(progress.left())
@@ -283,6 +290,7 @@ pub fn collect(jobs: &[Box<dyn Job>], options: &Options) -> Result<Summary, Coll
             &scratch_root,
             progress.done(),
         )?;
+        let usable = matches!(outcome, Outcome::Measured(_));
         keep(
             &mut data,
             &mut summary,
@@ -292,11 +300,48 @@ pub fn collect(jobs: &[Box<dyn Job>], options: &Options) -> Result<Summary, Coll
             outcome,
             begun,
         )?;
+        if again && usable {
+            summary.again_usable += 1;
+        }
         progress.finished(begun.elapsed());
     }
     drop(parent);
     summary.elapsed = started.elapsed();
     Ok(summary)
+}
+
+/// The measurements a collection takes, in order, each with whether the file already holds
+/// it as unusable (measured again).
+#[derive(Debug, Default, PartialEq)]
+struct Pending {
+    todo: Vec<(plan::Step, bool)>,
+    /// Unusable measurements among `todo`.
+    again: usize,
+    /// Unusable measurements left out of `todo` (`keep_unusable`).
+    kept_unusable: usize,
+}
+
+/// What to measure: every step the file lacks and, unless `keep_unusable`, every step it
+/// holds only as unusable, once per collection: an unusable record's interval was too wide
+/// on a host that may be quieter now, and a usable record appended after it supersedes it.
+fn pending(
+    steps: &[plan::Step],
+    state: impl Fn(&plan::Step) -> KeyState,
+    keep_unusable: bool,
+) -> Pending {
+    let mut p = Pending::default();
+    for s in steps {
+        match state(s) {
+            KeyState::Done => {}
+            KeyState::Missing => p.todo.push((*s, false)),
+            KeyState::Unusable if keep_unusable => p.kept_unusable += 1,
+            KeyState::Unusable => {
+                p.todo.push((*s, true));
+                p.again += 1;
+            }
+        }
+    }
+    p
 }
 
 /// What the collection is about to do, and what an earlier one already did.
@@ -305,11 +350,20 @@ fn announce(
     jobs: usize,
     set: &PlacementSet,
     detection: &provenance::Detection,
-    already_done: usize,
+    pending: &Pending,
     total: usize,
 ) {
+    let already_done = total - pending.todo.len();
+    let again = if pending.again > 0 {
+        format!(
+            "; measuring again {} recorded as unusable (--keep-unusable leaves them)",
+            pending.again
+        )
+    } else {
+        String::new()
+    };
     eprintln!(
-        "placed-train: collecting {} workload(s) x {} run(s) x {} placement(s) for v = {} on {} ({}: {}); {} of {} already in {}",
+        "placed-train: collecting {} workload(s) x {} run(s) x {} placement(s) for v = {} on {} ({}: {}); {} of {} already in {}{again}",
         jobs,
         options.runs,
         set.placements.len(),
@@ -488,5 +542,39 @@ mod tests {
             panic!("an unknown name is refused");
         };
         assert!(err.to_string().contains("stream-triad"), "{err}");
+    }
+
+    #[test]
+    fn a_resumed_collection_measures_unusable_records_again_once_unless_told_to_keep_them() {
+        use data_file::tests::{header, record, unusable_record};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("data.jsonl");
+        let mut f = DataFile::open(&path, &header(1), Provenance::VirtualMachine).expect("new");
+        f.append(&record("w", "a")).expect("append");
+        f.append(&unusable_record("w", "b")).expect("append");
+        drop(f);
+        let f = DataFile::open(&path, &header(1), Provenance::VirtualMachine).expect("resume");
+        let ids = ["a", "b"];
+        // Two runs of one workload in two placements: run 0 in b is unusable, run 1 missing.
+        let steps = plan::steps(2, 1, 2);
+        let state = |s: &plan::Step| f.state(&("w".into(), s.run, ids[s.placement].into()));
+        let keys = |p: &Pending| -> Vec<(u32, &str, bool)> {
+            p.todo
+                .iter()
+                .map(|(s, again)| (s.run, ids[s.placement], *again))
+                .collect()
+        };
+
+        let p = pending(&steps, state, false);
+        let mut got = keys(&p);
+        got.sort_unstable();
+        assert_eq!(got, [(0, "b", true), (1, "a", false), (1, "b", false)]);
+        assert_eq!((p.again, p.kept_unusable), (1, 0));
+
+        let p = pending(&steps, state, true);
+        let mut got = keys(&p);
+        got.sort_unstable();
+        assert_eq!(got, [(1, "a", false), (1, "b", false)]);
+        assert_eq!((p.again, p.kept_unusable), (0, 1));
     }
 }
