@@ -94,29 +94,9 @@ pub enum Metric {
     },
 }
 
-/// What a matched number means.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Mode {
-    /// A rate now (`sysbench --report-interval`, `pgbench --progress`).
-    #[default]
-    Rate,
-    /// A running total.
-    Total,
-    /// An amount completed since the previous match, added to a running total (one
-    /// line per finished short run, as from a loop of fixed-length runs).
-    Increment,
-}
-
-/// Which output streams the regex reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Stream {
-    Stdout,
-    Stderr,
-    #[default]
-    Both,
-}
+/// What a matched number means, and which streams are read: the daemon's pattern
+/// metrics take the same words.
+pub use placed_host::observe::{Mode, Stream};
 
 impl Definition {
     /// The minimum window, if any.
@@ -170,8 +150,9 @@ impl Definition {
             substitute(template, &Values::checking()).map_err(|e| format!("{field}: {e}"))?;
         }
         match &self.metric {
-            Metric::Output { regex, .. } => {
-                regex::Regex::new(regex).map_err(|e| format!("metric.regex: {e}"))?;
+            Metric::Output { regex, mode, .. } => {
+                placed_host::observe::LinePattern::new(regex, *mode)
+                    .map_err(|e| format!("metric.regex: {e}"))?;
             }
             Metric::Command { argv, .. } if argv.is_empty() => {
                 return Err("metric.argv is an empty command".into());
