@@ -298,3 +298,93 @@ async fn files_outside_the_allow_list_and_odd_files_are_refused() {
     let e = err(Path::new("/dev/null"), &[PathBuf::from("/dev")]);
     assert!(e.contains("a device"), "{e}");
 }
+
+/// A probe that sees no noise: the test is about the source, not the host's load.
+struct Quiet(std::sync::atomic::AtomicU64);
+
+impl crate::observe::NoiseProbe for Quiet {
+    async fn incarnation(&self) -> Result<crate::observe::Incarnation, crate::observe::NoiseError> {
+        Ok(crate::observe::Incarnation {
+            pid: 1,
+            start_ticks: 1,
+        })
+    }
+
+    async fn snapshot(
+        &self,
+    ) -> Result<crate::observe::noise::Snapshot, crate::observe::NoiseError> {
+        let n = self.0.fetch_add(100, std::sync::atomic::Ordering::Relaxed) + 100;
+        Ok(crate::observe::noise::Snapshot {
+            at: tokio::time::Instant::now(),
+            ticks: crate::observe::noise::CpuTicks {
+                total: n,
+                busy: 0,
+                steal: 0,
+                pus: 1,
+            },
+            interrupts: 0,
+            frequencies_khz: None,
+            threads: std::collections::HashMap::new(),
+        })
+    }
+}
+
+/// The protocol measures a pattern program as it measures a pushed counter: readings
+/// between polls, the first window starting from the warm-up's last reading. Only that a
+/// rate comes out is asserted, not its value: this VM's load decides how fast `sh` loops.
+#[tokio::test]
+async fn the_protocol_measures_a_pattern_program() {
+    let mut s = start(config(
+        "done",
+        Mode::Increment,
+        program("while :; do echo done; sleep 0.01; done", Stream::Stdout),
+        vec![],
+    ));
+    let protocol = crate::observe::Protocol {
+        warmup: Duration::from_millis(200),
+        window: Duration::from_millis(500),
+        windows: 6,
+        extra_windows: 0,
+        min_windows: 6,
+        ..crate::observe::Protocol::default()
+    };
+    let m = crate::observe::measure(&mut s, &Quiet(0.into()), &protocol)
+        .await
+        .unwrap();
+    assert_eq!(m.kind, Kind::Counter);
+    assert_eq!(m.kept_values().len(), 6, "{m:?}");
+    assert!(
+        m.estimate.value.is_finite() && m.estimate.value > 0.0,
+        "{m:?}"
+    );
+}
+
+/// A pattern program is a command for policy: it runs as the configured user, not as the
+/// daemon (root). As root the test drops to nobody (65534); otherwise it can only run as
+/// itself, which still checks that the ids are applied.
+#[tokio::test]
+async fn the_program_runs_as_the_configured_user() {
+    // SAFETY: plain getters.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let user = if uid == 0 {
+        RunAs {
+            uid: 65534,
+            gid: 65534,
+        }
+    } else {
+        RunAs { uid, gid }
+    };
+    let mut c = config(
+        r"ids (\d+)",
+        Mode::Rate,
+        program("echo ids $(id -u)0$(id -g); sleep 300", Stream::Stdout),
+        vec![],
+    );
+    c.run_as = Some(user);
+    let mut s = start(c);
+    let got = values(&mut s, 1).await;
+    assert_eq!(
+        got[0],
+        format!("{}0{}", user.uid, user.gid).parse::<f64>().unwrap()
+    );
+}
