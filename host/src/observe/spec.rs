@@ -2,7 +2,7 @@
 //! demand, behind one concrete type so that a container's task can own whichever it has.
 //!
 //! [`MetricSource`] returns `impl Future`, which keeps it out of trait objects; [`AnySource`]
-//! is the enum that dispatches to the four sources instead.
+//! is the enum that dispatches to the five sources instead.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -154,14 +154,9 @@ impl SourceSpec {
                     {
                         return Err(PatternError::from(CommandError::Empty).into());
                     }
+                    // Only the path's form: the allow-list is the daemon's to check.
                     PatternInput::File { path } => {
-                        // Only what is wrong with the path itself; the allow-list is the
-                        // daemon's to check.
-                        if let Err(e @ super::pattern::FileError::Path { .. }) =
-                            super::pattern::check_path(path, &[PathBuf::from("/")])
-                        {
-                            return Err(PatternError::from(e).into());
-                        }
+                        super::pattern::check_form(path).map_err(PatternError::from)?;
                     }
                     PatternInput::Program { .. } => {}
                 }

@@ -104,9 +104,9 @@ fn listed(allow: &[PathBuf]) -> String {
     )
 }
 
-/// Checks `path` by its text alone, touching nothing: absolute, no `..`, and under one of
-/// `allow` as written. Manage refuses what fails here; the open checks again on the file.
-pub fn check_path(path: &Path, allow: &[PathBuf]) -> Result<(), FileError> {
+/// Checks the form of `path`: absolute and without `..`. A path that fails this can never
+/// be read, wherever the operator allows files.
+pub fn check_form(path: &Path) -> Result<(), FileError> {
     if !path.is_absolute() {
         return Err(FileError::Path {
             path: shown(path),
@@ -119,6 +119,13 @@ pub fn check_path(path: &Path, allow: &[PathBuf]) -> Result<(), FileError> {
             reason: "a path with `..` in it is refused",
         });
     }
+    Ok(())
+}
+
+/// Checks `path` by its text alone, touching nothing: [`check_form`], and under one of
+/// `allow` as written. Manage refuses what fails here; the open checks again on the file.
+pub fn check_path(path: &Path, allow: &[PathBuf]) -> Result<(), FileError> {
+    check_form(path)?;
     if allow.is_empty() {
         return Err(FileError::NoneAllowed { path: shown(path) });
     }

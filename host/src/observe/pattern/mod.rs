@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
-pub use self::file::{FileError, check_path};
+pub use self::file::{FileError, check_form, check_path};
 pub use self::lines::{LineMetric, LinePattern, Lines, MAX_LINE, MAX_REGEX, Mode, Stream};
 
 use super::command::{CommandError, RunAs};
