@@ -602,6 +602,26 @@ mod tests {
         assert!(!source.ended());
     }
 
+    /// The daemon builds a source again when it ended: a pattern program that exited says
+    /// so through `AnySource::ended`.
+    #[tokio::test]
+    async fn a_pattern_program_that_exited_is_an_ended_source() {
+        let spec = pattern("done", program(&["sh", "-c", "echo done; exit 0"]));
+        let (mut source, _) = spec
+            .build("c", Path::new("/"), &CpuSet::new(), Commands::Own)
+            .await
+            .unwrap();
+        for _ in 0..3000 {
+            if source.ended() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(source.ended());
+        let e = source.poll().await.unwrap_err();
+        assert!(e.to_string().contains("exited (exit status: 0)"), "{e}");
+    }
+
     #[tokio::test]
     async fn pushed_specs_come_with_their_reporter() {
         let (source, reporter) = SourceSpec::Pushed { counter: false }
