@@ -319,14 +319,15 @@ metric = { source = "output", regex = "done", mode = "increment" }
     fn the_stress_ng_regex_takes_only_the_bogo_ops_column() {
         let defs = parse(include_str!("../../workloads/debian.toml")).unwrap();
         let matrix = defs.iter().find(|d| d.name == "stress-ng-matrix").unwrap();
-        let Metric::Output { regex, .. } = &matrix.metric else {
+        let Metric::Output { regex, mode, .. } = &matrix.metric else {
             panic!("{:?}", matrix.metric)
         };
-        let regex = regex::Regex::new(regex).unwrap();
+        // Through the parser that reads the workload's output.
+        let pattern = placed_host::observe::LinePattern::new(regex, *mode).unwrap();
         let summary = "stress-ng: metrc: [16993] matrix             3878      1.00      0.97      0.00      3877.68        4015.89";
-        assert_eq!(&regex.captures(summary).unwrap()[1], "3878");
+        assert_eq!(pattern.number(summary), Some(3878.0));
         let method = "stress-ng: metrc: [16993] matrix            279492.52 add matrix ops per sec (geometic mean of 2 instances)";
-        assert!(regex.captures(method).is_none());
+        assert_eq!(pattern.number(method), None);
     }
 
     #[test]
