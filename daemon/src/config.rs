@@ -190,6 +190,10 @@ pub struct ObserveConfig {
     /// The programs command metrics may run: files, and directories whose programs are
     /// allowed (links followed). Empty allows any program once commands are allowed.
     pub command_allow: Vec<PathBuf>,
+    /// The files pattern metrics may tail: files, and directories whose files are allowed
+    /// (checked on the real path of the file opened). Empty, the default, allows none: the
+    /// daemon reads them as root, and a regex over a file tells its contents.
+    pub pattern_files: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -288,6 +292,7 @@ impl Default for ObserveConfig {
             allow_command_metrics: false,
             command_user: "nobody".into(),
             command_allow: Vec::new(),
+            pattern_files: Vec::new(),
         }
     }
 }
@@ -416,6 +421,17 @@ impl Config {
             return Err(invalid(format!(
                 "observe.command_allow entry {:?} is not an absolute path: name the program or directory from /",
                 placed_core::text::clip(&relative.display().to_string(), 200)
+            )));
+        }
+        if let Some(bad) = self.observe.pattern_files.iter().find(|p| {
+            !p.is_absolute()
+                || p.components().any(|c| c == std::path::Component::ParentDir)
+                || ["/proc", "/sys", "/dev"].iter().any(|k| p.starts_with(k))
+                || p.as_os_str() == "/"
+        }) {
+            return Err(invalid(format!(
+                "observe.pattern_files entry {:?} is not an absolute path without `..` outside /, /proc, /sys and /dev: name the log files or their directories",
+                placed_core::text::clip(&bad.display().to_string(), 200)
             )));
         }
         if self.observe.command_user.is_empty() {
@@ -731,6 +747,22 @@ mod tests {
             bad("[observe]\ncommand_allow = [\"bin/tool\"]")
                 .contains("observe.command_allow entry \"bin/tool\" is not an absolute path")
         );
+        for entry in [
+            "var/log",
+            "/",
+            "/proc",
+            "/sys/fs",
+            "/dev",
+            "/var/log/../../etc",
+        ] {
+            let e = bad(&format!("[observe]\npattern_files = [{entry:?}]"));
+            assert!(e.contains("observe.pattern_files entry"), "{entry}: {e}");
+        }
+        Config::parse(
+            Path::new("p.toml"),
+            "[observe]\npattern_files = [\"/var/log/app\", \"/srv/bench.log\"]",
+        )
+        .expect("absolute paths");
     }
 
     #[test]

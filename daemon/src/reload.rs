@@ -24,11 +24,12 @@ pub const LIVE: &[&str] = &[
 
 /// Keys inside a live section that still need a restart: who may run programs on this
 /// host, and as whom, is resolved once at start (the user must exist and not be root), and a
-/// reload must not widen it.
+/// reload must not widen it, nor the files the daemon reads for API callers.
 pub const BOUND_AT_START: &[&str] = &[
     "observe.allow_command_metrics",
     "observe.command_user",
     "observe.command_allow",
+    "observe.pattern_files",
 ];
 
 /// Whether the dotted `key` may change while running.
@@ -86,6 +87,7 @@ fn observe_live(
     new.allow_command_metrics = running.allow_command_metrics;
     new.command_user = running.command_user.clone();
     new.command_allow = running.command_allow.clone();
+    new.pattern_files = running.pattern_files.clone();
     new
 }
 
@@ -173,7 +175,7 @@ mod tests {
     fn who_may_run_commands_waits_for_a_restart() {
         let running = parse("");
         let new = parse(
-            "[observe]\nallow_command_metrics = true\ncommand_user = \"daemon\"\nwatch_interval = \"5s\"\ncommand_allow = [\"/\"]",
+            "[observe]\nallow_command_metrics = true\ncommand_user = \"daemon\"\nwatch_interval = \"5s\"\ncommand_allow = [\"/\"]\npattern_files = [\"/var/log\"]",
         );
         let p = plan(&running, new).unwrap();
         assert_eq!(p.applied, ["observe.watch_interval"]);
@@ -182,12 +184,14 @@ mod tests {
             [
                 "observe.allow_command_metrics",
                 "observe.command_allow",
-                "observe.command_user"
+                "observe.command_user",
+                "observe.pattern_files"
             ]
         );
         assert!(!p.config.observe.allow_command_metrics);
         assert_eq!(p.config.observe.command_user, "nobody");
         assert!(p.config.observe.command_allow.is_empty());
+        assert!(p.config.observe.pattern_files.is_empty());
     }
 
     #[test]

@@ -381,3 +381,56 @@ async fn a_handed_back_container_stays_unmanaged_after_a_restart_until_it_disapp
     drop(c);
     s.stop().await;
 }
+
+/// A pattern metric through the real API: what can never work is `INVALID_ARGUMENT`, what
+/// the operator's rules refuse (a program while command metrics are off, a file while
+/// `observe.pattern_files` is empty) `FAILED_PRECONDITION` naming the setting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pattern_metrics_over_grpc_are_refused_by_their_own_rule() {
+    use pb::pattern_metric::Input;
+    let dir = tempfile::tempdir().unwrap();
+    let s = Served::start(dir.path(), limits(8, 64)).await;
+    let mut c = s.client().await;
+    s.until_managed(&mut c, "job").await;
+    let manage = |regex: &str, input: Input| pb::ManageRequest {
+        container: "job".into(),
+        vcpus: 2,
+        metric: Some(pb::MetricSpec {
+            source: Some(pb::metric_spec::Source::Pattern(pb::PatternMetric {
+                regex: regex.into(),
+                mode: pb::PatternMode::Total as i32,
+                input: Some(input),
+            })),
+        }),
+        ..Default::default()
+    };
+    let program = || {
+        Input::Program(pb::PatternProgram {
+            argv: vec!["sh".into(), "-c".into(), "echo ops 1".into()],
+            stream: 0,
+        })
+    };
+    let log = dir.path().join("app.log").display().to_string();
+    for (request, code, says) in [
+        (
+            manage("(ops", program()),
+            tonic::Code::InvalidArgument,
+            "invalid pattern regex",
+        ),
+        (
+            manage("ops", program()),
+            tonic::Code::FailedPrecondition,
+            "observe.allow_command_metrics",
+        ),
+        (
+            manage("ops", Input::File(log)),
+            tonic::Code::FailedPrecondition,
+            "observe.pattern_files is empty",
+        ),
+    ] {
+        let err = c.manage(request).await.unwrap_err();
+        assert_eq!(err.code(), code, "{err:?}");
+        assert!(err.message().contains(says), "{says}: {err:?}");
+    }
+    s.stop().await;
+}

@@ -1,6 +1,7 @@
 //! Fuzz targets for placed-host's parsers of outside input: Prometheus text and selectors,
 //! `/proc/<pid>/maps` and `numa_maps`, `/proc/<pid>/status`, mountinfo, cgroup quotas,
-//! cgroup paths and container references. Bounded and seeded for CI; see docs/testing.md
+//! cgroup paths and container references, and the pattern metrics' line splitter and
+//! regex-to-number parser over program output. Bounded and seeded for CI; see docs/testing.md
 //! for the long mode.
 
 #[path = "../../tests/support/fuzz.rs"]
@@ -11,6 +12,7 @@ use placed_host::containers::Reference;
 use placed_host::enact::parse_status;
 use placed_host::migrate::numa_maps::{parse_maps, parse_numa_maps};
 use placed_host::observe::prometheus::text::{Selector, parse};
+use placed_host::observe::{LineMetric, LinePattern, Lines, Mode};
 use proptest::prelude::*;
 
 const SCRAPE: &str = r#"# HELP ops_total Operations done.
@@ -331,4 +333,117 @@ fn mountinfo_with_a_relative_mount_point_is_malformed() {
     let line = "26 30 0:24 / sys/fs/cgroup/cpuset rw shared:9 - cgroup cgroup rw,cpuset\n";
     let err = Mounts::parse(line).expect_err("relative");
     assert_eq!(err.line_no, 1);
+}
+
+/// Output of the programs `placed-train` reads (sysbench, stress-ng, pgbench, redis).
+const OUTPUT: &str = "[ 1s ] thds: 4 eps: 10391.56 lat (ms,95%): 0.39
+[ 2s ] thds: 4 tps: 1203.12 qps: 24062.40 (r/w/o: 16843.68/4812.48/2406.24)
+stress-ng: metrc: [16993] matrix             3878      1.00      0.97      0.00      3877.68        4015.89
+progress: 1.0 s, 1523.9 tps, lat 0.655 ms stddev 0.210, 0 failed\rprogress: 2.0 s, 1610.2 tps\r
+SET: rps=86453.8 (overall: 86453.8) avg_msec=0.287 (overall: 0.287)\r
+ops NaN\nops inf\nops 1e999\nops -0\nops 1e308\nops 1e308\n";
+
+/// The regexes of the shipped workload definitions, and a few edge forms.
+const REGEXES: &[&str] = &[
+    r"eps: ([0-9.]+)",
+    r"tps: ([0-9.]+)",
+    r"metrc: \[\d+\] \w+\s+(\d+)\s",
+    r"rps=([0-9.]+)",
+    r"ops (\S+)",
+    "done",
+    r"(?:x)?(\d*)",
+    "",
+];
+
+/// Whatever the bytes, their lines are the same however they arrive in chunks, none is
+/// empty or holds a line end, and every regex gives finite numbers or nothing.
+fn lines_property(bytes: &[u8], cut: usize) -> Result<(), TestCaseError> {
+    let split = |chunks: &[&[u8]]| {
+        let mut lines = Lines::default();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            lines.push(chunk, |l| out.push(l.to_owned()));
+        }
+        lines.finish(|l| out.push(l.to_owned()));
+        out
+    };
+    let cut = cut.min(bytes.len());
+    let whole = split(&[bytes]);
+    prop_assert_eq!(&whole, &split(&[&bytes[..cut], &bytes[cut..]]));
+    for line in &whole {
+        prop_assert!(
+            !line.is_empty() && !line.contains(['\n', '\r']),
+            "{:?}",
+            line
+        );
+        prop_assert_eq!(line.trim_end(), line.as_str());
+    }
+    for regex in REGEXES {
+        for mode in [Mode::Rate, Mode::Total, Mode::Increment] {
+            let mut metric = LineMetric::new(
+                LinePattern::new(regex, mode)
+                    .map_err(|e| TestCaseError::fail(format!("{regex:?}: {e}")))?,
+            );
+            for line in &whole {
+                if let Some(v) = metric.line(line) {
+                    prop_assert!(v.is_finite(), "{regex:?} {mode:?} {line:?}: {v}");
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn pattern_lines_mutated_from_program_output() {
+    fuzz::run(
+        "pattern-lines",
+        2_000,
+        (
+            fuzz::mutated(vec![OUTPUT.as_bytes().to_vec()]),
+            any::<usize>(),
+        ),
+        |(bytes, cut)| lines_property(&bytes, cut % (bytes.len() + 1)),
+    );
+}
+
+#[test]
+fn pattern_lines_arbitrary_bytes() {
+    fuzz::run(
+        "pattern-lines-arbitrary",
+        2_000,
+        (fuzz::bytes(512), any::<usize>()),
+        |(bytes, cut)| lines_property(&bytes, cut % (bytes.len() + 1)),
+    );
+}
+
+/// Any regex compiles or is refused with a bounded message; one that compiles gives finite
+/// numbers or nothing on real output and on its own text.
+fn regex_property(regex: &str) -> Result<(), TestCaseError> {
+    let pattern = match LinePattern::new(regex, Mode::Increment) {
+        Ok(p) => p,
+        Err(e) => return fuzz::check_error(&e),
+    };
+    let mut metric = LineMetric::new(pattern);
+    for line in OUTPUT.lines().chain([regex]) {
+        if let Some(v) = metric.line(line) {
+            prop_assert!(v.is_finite(), "{regex:?} on {line:?}: {v}");
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn pattern_regexes_mutated() {
+    let seeds = REGEXES.iter().map(|r| (*r).to_owned()).collect();
+    fuzz::run("pattern-regex", 2_000, fuzz::mutated_text(seeds), |t| {
+        regex_property(&t)
+    });
+}
+
+#[test]
+fn pattern_regexes_arbitrary() {
+    fuzz::run("pattern-regex-arbitrary", 2_000, fuzz::text(128), |t| {
+        regex_property(&t)
+    });
 }

@@ -145,8 +145,11 @@ enum Command {
         #[command(flatten)]
         policy: PolicyArgs,
         /// How to observe it: `pushed`, `perf`, `ipc`, `prometheus URL SELECTOR` (the
-        /// selector verbatim, spaces and quotes included) or `command PROGRAM ARGS...`
-        /// (split as a shell splits words: `command sh -c 'echo 42'`).
+        /// selector verbatim, spaces and quotes included), `command PROGRAM ARGS...`
+        /// (split as a shell splits words: `command sh -c 'echo 42'`), or `pattern REGEX
+        /// [--mode rate|total|increment] [--stream stdout|stderr|both] -- PROGRAM ARGS...`
+        /// or `pattern REGEX [--mode ...] --file PATH` (the regex first, one word; its first
+        /// group is the number).
         #[arg(long, value_name = "SPEC")]
         metric: Option<String>,
         /// What the daemon does when something else (systemd, the kubelet, docker update)

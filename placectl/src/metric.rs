@@ -5,12 +5,17 @@
 //! is the argv `["sh", "-c", "echo 42"]`, passed to the daemon unchanged. A Prometheus
 //! selector is everything after the URL, verbatim: its own quotes and spaces
 //! (`{a="x", b!="y"}`) belong to PromQL, not to a shell.
+//!
+//! A pattern metric is split as a shell splits words too: `pattern REGEX [--mode MODE]
+//! [--stream STREAM] -- PROGRAM ARGS...` or `pattern REGEX [--mode MODE] --file PATH`. The
+//! regex is always the first word (quote it), options come next, and `--` ends them: every
+//! word after it is the program's, so the program's own options are never read as ours.
 
 use placed_proto::v1 as pb;
 use serde_json::{Value, json};
 
 /// What `--metric` accepts, for error messages.
-const FORMS: &str = "pushed, perf, ipc, prometheus URL SELECTOR, or command PROGRAM ARGS...";
+const FORMS: &str = "pushed, perf, ipc, prometheus URL SELECTOR, command PROGRAM ARGS..., pattern REGEX [--mode rate|total|increment] [--stream stdout|stderr|both] -- PROGRAM ARGS..., or pattern REGEX [--mode ...] --file PATH";
 
 /// Why a `--metric` value cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -25,6 +30,10 @@ pub enum MetricError {
     NoProgram,
     #[error("--metric {spec:?}: a quote is not closed")]
     Unbalanced { spec: String },
+    #[error(
+        "--metric pattern: {problem}; expected pattern REGEX [--mode rate|total|increment] [--stream stdout|stderr|both] -- PROGRAM ARGS..., or pattern REGEX [--mode ...] --file PATH"
+    )]
+    Pattern { problem: String },
 }
 
 /// Splits off the first whitespace-delimited word.
@@ -73,10 +82,99 @@ pub fn parse(spec: &str) -> Result<pb::MetricSpec, MetricError> {
             }
             Source::Command(pb::CommandMetric { argv })
         }
+        "pattern" => {
+            let words =
+                shlex::split(rest).ok_or_else(|| MetricError::Unbalanced { spec: spec.into() })?;
+            Source::Pattern(pattern(words)?)
+        }
         _ => return Err(MetricError::Unknown { spec: spec.into() }),
     };
     Ok(pb::MetricSpec {
         source: Some(source),
+    })
+}
+
+/// The words after `pattern`, split.
+fn pattern(words: Vec<String>) -> Result<pb::PatternMetric, MetricError> {
+    use pb::pattern_metric::Input;
+    let problem = |problem: String| MetricError::Pattern { problem };
+    let mut words = words.into_iter();
+    let regex = words
+        .next()
+        .filter(|r| !r.is_empty())
+        .ok_or_else(|| problem("no regex".into()))?;
+    let mut mode = pb::PatternMode::Unspecified;
+    let mut stream = None;
+    let mut input = None;
+    while let Some(word) = words.next() {
+        let mut value = |name: &str| {
+            words
+                .next()
+                .ok_or_else(|| problem(format!("{name} needs a value")))
+        };
+        match word.as_str() {
+            "--mode" => {
+                mode = match value("--mode")?.as_str() {
+                    "rate" => pb::PatternMode::Rate,
+                    "total" => pb::PatternMode::Total,
+                    "increment" => pb::PatternMode::Increment,
+                    other => {
+                        return Err(problem(format!(
+                            "--mode {other:?} is not rate, total or increment"
+                        )));
+                    }
+                }
+            }
+            "--stream" => {
+                stream = Some(match value("--stream")?.as_str() {
+                    "stdout" => pb::PatternStream::Stdout,
+                    "stderr" => pb::PatternStream::Stderr,
+                    "both" => pb::PatternStream::Both,
+                    other => {
+                        return Err(problem(format!(
+                            "--stream {other:?} is not stdout, stderr or both"
+                        )));
+                    }
+                })
+            }
+            "--file" if input.is_none() => input = Some(Input::File(value("--file")?)),
+            "--" if input.is_none() => {
+                let argv: Vec<String> = words.by_ref().collect();
+                if argv.is_empty() {
+                    return Err(problem("no program after --".into()));
+                }
+                input = Some(Input::Program(pb::PatternProgram { argv, stream: 0 }));
+            }
+            "--file" | "--" => {
+                return Err(problem("either --file PATH or -- PROGRAM, not both".into()));
+            }
+            other => {
+                return Err(problem(format!(
+                    "{:?} is not an option here (a program goes after --)",
+                    placed_core::text::clip(other, 100)
+                )));
+            }
+        }
+    }
+    let input = match (input, stream) {
+        (None, _) => {
+            return Err(problem(
+                "no input: add -- PROGRAM ARGS... or --file PATH".into(),
+            ));
+        }
+        (Some(Input::File(_)), Some(_)) => {
+            return Err(problem("--stream is for a program, not a file".into()));
+        }
+        (Some(Input::Program(mut p)), Some(s)) => {
+            p.stream = s as i32;
+            Input::Program(p)
+        }
+        (Some(input), None) => input,
+    };
+    Ok(pb::PatternMetric {
+        regex,
+        mode: mode as i32,
+        input: Some(input),
     })
 }
 
@@ -90,6 +188,28 @@ pub fn json(m: &pb::MetricSpec) -> Value {
             json!({"kind": "prometheus", "url": p.url, "selector": p.selector})
         }
         Some(Source::Command(c)) => json!({"kind": "command", "argv": c.argv}),
+        Some(Source::Pattern(p)) => {
+            use pb::pattern_metric::Input;
+            let mode = match pb::PatternMode::try_from(p.mode) {
+                Ok(pb::PatternMode::Total) => "total",
+                Ok(pb::PatternMode::Increment) => "increment",
+                _ => "rate",
+            };
+            let mut out = json!({"kind": "pattern", "regex": p.regex, "mode": mode});
+            match &p.input {
+                Some(Input::Program(program)) => {
+                    out["argv"] = json!(program.argv);
+                    out["stream"] = json!(match pb::PatternStream::try_from(program.stream) {
+                        Ok(pb::PatternStream::Stdout) => "stdout",
+                        Ok(pb::PatternStream::Stderr) => "stderr",
+                        _ => "both",
+                    });
+                }
+                Some(Input::File(path)) => out["file"] = json!(path),
+                None => {}
+            }
+            out
+        }
         Some(Source::Perf(p)) => json!({
             "kind": "perf",
             "counter": match pb::PerfCounter::try_from(p.counter) {
@@ -145,6 +265,80 @@ mod tests {
             parse("prometheus http://h:9100/metrics").unwrap_err(),
             MetricError::PrometheusIncomplete
         );
+    }
+
+    #[test]
+    fn pattern_forms_split_as_a_shell_and_stop_at_the_double_dash() {
+        use pb::pattern_metric::Input;
+        let Source::Pattern(p) = source(
+            r"pattern 'tps: ([0-9.]+)' --mode rate --stream stderr -- sysbench --report-interval=1 cpu run",
+        ) else {
+            panic!("not a pattern")
+        };
+        assert_eq!(p.regex, "tps: ([0-9.]+)");
+        assert_eq!(p.mode, pb::PatternMode::Rate as i32);
+        let Some(Input::Program(program)) = p.input else {
+            panic!("not a program: {:?}", p.input)
+        };
+        assert_eq!(
+            program.argv,
+            ["sysbench", "--report-interval=1", "cpu", "run"]
+        );
+        assert_eq!(program.stream, pb::PatternStream::Stderr as i32);
+        // After --, even our own option names are the program's.
+        let Source::Pattern(p) = source("pattern done -- tool --mode total --file x") else {
+            panic!("not a pattern")
+        };
+        assert_eq!(p.mode, pb::PatternMode::Unspecified as i32);
+        let Some(Input::Program(program)) = p.input else {
+            panic!("not a program")
+        };
+        assert_eq!(program.argv, ["tool", "--mode", "total", "--file", "x"]);
+        assert_eq!(program.stream, 0);
+
+        let Source::Pattern(p) =
+            source(r#"pattern '"GET /' --mode increment --file "/var/log/my app/access.log""#)
+        else {
+            panic!("not a pattern")
+        };
+        assert_eq!(p.regex, "\"GET /");
+        assert_eq!(p.mode, pb::PatternMode::Increment as i32);
+        assert_eq!(
+            p.input,
+            Some(Input::File("/var/log/my app/access.log".into()))
+        );
+        assert_eq!(
+            json(&parse(r"pattern 'ops (\d+)' --mode total --file /l/a").unwrap()),
+            json!({"kind": "pattern", "regex": r"ops (\d+)", "mode": "total", "file": "/l/a"})
+        );
+    }
+
+    #[test]
+    fn pattern_forms_that_say_too_little_or_too_much() {
+        for (spec, says) in [
+            ("pattern", "no regex"),
+            ("pattern ops", "no input"),
+            ("pattern ops --", "no program after --"),
+            ("pattern ops --file", "--file needs a value"),
+            ("pattern ops --mode fast -- sh", "\"fast\" is not rate"),
+            ("pattern ops --stream tty -- sh", "\"tty\" is not stdout"),
+            ("pattern ops --file /a -- sh", "not both"),
+            (
+                "pattern ops --stream stdout --file /a",
+                "--stream is for a program",
+            ),
+            ("pattern ops sysbench", "\"sysbench\" is not an option here"),
+        ] {
+            let e = parse(spec).unwrap_err();
+            assert!(
+                matches!(&e, MetricError::Pattern { problem } if problem.contains(says)),
+                "{spec}: {e}"
+            );
+        }
+        assert!(matches!(
+            parse("pattern 'ops -- sh"),
+            Err(MetricError::Unbalanced { .. })
+        ));
     }
 
     #[test]

@@ -135,11 +135,8 @@ impl Daemon {
         if matches!(&req.metric, Some(SourceSpec::Perf { .. })) && !self.shared.pmu {
             return Err(DaemonError::NoPmu);
         }
-        if let Some(SourceSpec::Command { argv, .. }) = &req.metric {
-            if !self.shared.config().observe.allow_command_metrics {
-                return Err(DaemonError::CommandMetricsOff);
-            }
-            self.shared.check_command(argv, &req.container)?;
+        if let Some(metric) = &req.metric {
+            self.shared.check_metric(metric, &req.container)?;
         }
         Ok(())
     }

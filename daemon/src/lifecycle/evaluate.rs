@@ -50,7 +50,11 @@ impl MetricSlot {
         let spec = rec.metric.clone().ok_or_else(|| DaemonError::NoMetric {
             container: rec.name.clone(),
         })?;
-        let stale = self.built.as_ref().is_none_or(|(s, _)| *s != spec);
+        // An ended source (a pattern program that exited) is started again.
+        let stale = self
+            .built
+            .as_ref()
+            .is_none_or(|(s, source)| *s != spec || source.ended());
         let slot = if stale {
             let shared = &handle.shared;
             let cg = cgroup_of(rec);
@@ -60,13 +64,14 @@ impl MetricSlot {
                 .unwrap_or_else(|| cg.under(shared.host.cgroups().root()));
             let cpus = shared.machine.pus.usable.clone();
             let timeouts = shared.config().source_timeouts();
-            // A record kept in the state file from before the allow-list is held to it
+            // A record kept in the state file from before the allow-lists is held to them
             // too, not only a new Manage.
-            if let SourceSpec::Command { argv, .. } = &spec {
-                shared.check_command(argv, &rec.name)?;
-            }
+            shared.check_metric(&spec, &rec.name)?;
+            // The old source goes first: a pattern program is killed before its successor
+            // starts.
+            self.built = None;
             let (built, reporter) = spec
-                .build_with(&rec.name, &dir, &cpus, shared.commands(), &timeouts)
+                .build_with(&rec.name, &dir, &cpus, shared.access(), &timeouts)
                 .await
                 .map_err(|source| DaemonError::MetricSource {
                     container: rec.name.clone(),

@@ -20,7 +20,7 @@ use placed_core::policy::{self, Policy};
 use placed_host::containers::Container;
 use placed_host::enact::Host;
 use placed_host::migrate::{HoldPoint, Mode, ModeKind};
-use placed_host::observe::{Protocol, RunAs};
+use placed_host::observe::{PatternError, PatternInput, Protocol, RunAs, SourceSpec};
 
 use super::error::{DaemonError, joined};
 use super::events::{Events, now_ms};
@@ -179,7 +179,7 @@ impl Shared {
 
     /// Whether `observe.command_allow` lets a command metric run `argv`'s program (the
     /// daemon's `PATH` searched, as spawning it would); the error names `container`.
-    pub fn check_command(&self, argv: &[String], container: &str) -> Result<(), DaemonError> {
+    fn check_command(&self, argv: &[String], container: &str) -> Result<(), DaemonError> {
         let Some(program) = argv.first() else {
             return Ok(());
         };
@@ -200,6 +200,50 @@ impl Shared {
             placed_host::observe::Commands::Refused,
             placed_host::observe::Commands::As,
         )
+    }
+
+    /// What sources built for API callers may do: run commands as [`Shared::commands`]
+    /// says, read the files `observe.pattern_files` lists.
+    pub fn access(&self) -> placed_host::observe::Access {
+        placed_host::observe::Access {
+            commands: self.commands(),
+            files: self.config().observe.pattern_files.clone(),
+        }
+    }
+
+    /// The operator's rules for a metric source, for Manage and before each measurement
+    /// alike (a record kept in the state file from before a rule is held to it too): a
+    /// command, or a pattern metric's program, only where command metrics are allowed and
+    /// `observe.command_allow` holds its program; a pattern metric's file only under
+    /// `observe.pattern_files` (checked again on the file when it is opened).
+    pub fn check_metric(&self, spec: &SourceSpec, container: &str) -> Result<(), DaemonError> {
+        let argv = match spec {
+            SourceSpec::Command { argv, .. }
+            | SourceSpec::Pattern {
+                input: PatternInput::Program { argv, .. },
+                ..
+            } => argv,
+            SourceSpec::Pattern {
+                input: PatternInput::File { path },
+                ..
+            } => {
+                return placed_host::observe::pattern::check_path(
+                    path,
+                    &self.config().observe.pattern_files,
+                )
+                .map_err(|e| DaemonError::MetricSource {
+                    container: container.to_owned(),
+                    source: Box::new(PatternError::from(e).into()),
+                });
+            }
+            SourceSpec::Pushed { .. } | SourceSpec::Prometheus { .. } | SourceSpec::Perf { .. } => {
+                return Ok(());
+            }
+        };
+        if !self.config().observe.allow_command_metrics {
+            return Err(DaemonError::CommandMetricsOff);
+        }
+        self.check_command(argv, container)
     }
 
     /// The configuration now in force.

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use placed_host::observe::SourceSpec;
+use placed_host::observe::{Mode, PatternInput, SourceSpec, Stream};
 use placed_proto::v1 as pb;
 use tonic::Status;
 
@@ -206,10 +206,78 @@ pub fn metric_to_pb(m: &SourceSpec) -> pb::MetricSpec {
                 pb::PerfCounter::Instructions
             } as i32,
         }),
+        SourceSpec::Pattern { regex, mode, input } => {
+            Source::Pattern(pattern_to_pb(regex, *mode, input))
+        }
     };
     pb::MetricSpec {
         source: Some(source),
     }
+}
+
+fn pattern_to_pb(regex: &str, mode: Mode, input: &PatternInput) -> pb::PatternMetric {
+    use pb::pattern_metric::Input;
+    pb::PatternMetric {
+        regex: regex.to_owned(),
+        mode: match mode {
+            Mode::Rate => pb::PatternMode::Rate,
+            Mode::Total => pb::PatternMode::Total,
+            Mode::Increment => pb::PatternMode::Increment,
+        } as i32,
+        input: Some(match input {
+            PatternInput::Program { argv, stream } => Input::Program(pb::PatternProgram {
+                argv: argv.clone(),
+                stream: match stream {
+                    Stream::Stdout => pb::PatternStream::Stdout,
+                    Stream::Stderr => pb::PatternStream::Stderr,
+                    Stream::Both => pb::PatternStream::Both,
+                } as i32,
+            }),
+            PatternInput::File { path } => Input::File(path.display().to_string()),
+        }),
+    }
+}
+
+fn pattern_from_pb(p: &pb::PatternMetric) -> Result<SourceSpec, Status> {
+    use pb::pattern_metric::Input;
+    let mode = match pb::PatternMode::try_from(p.mode) {
+        Ok(pb::PatternMode::Unspecified | pb::PatternMode::Rate) => Mode::Rate,
+        Ok(pb::PatternMode::Total) => Mode::Total,
+        Ok(pb::PatternMode::Increment) => Mode::Increment,
+        Err(_) => {
+            return Err(Status::invalid_argument(format!(
+                "metric.pattern.mode = {}: not a PatternMode this daemon knows (rate = 1, total = 2, increment = 3)",
+                p.mode
+            )));
+        }
+    };
+    let input = match &p.input {
+        None => {
+            return Err(Status::invalid_argument(
+                "a pattern metric needs a program or a file to read",
+            ));
+        }
+        Some(Input::Program(program)) => PatternInput::Program {
+            argv: program.argv.clone(),
+            stream: match pb::PatternStream::try_from(program.stream) {
+                Ok(pb::PatternStream::Unspecified | pb::PatternStream::Both) => Stream::Both,
+                Ok(pb::PatternStream::Stdout) => Stream::Stdout,
+                Ok(pb::PatternStream::Stderr) => Stream::Stderr,
+                Err(_) => {
+                    return Err(Status::invalid_argument(format!(
+                        "metric.pattern.program.stream = {}: not a PatternStream this daemon knows (stdout = 1, stderr = 2, both = 3)",
+                        program.stream
+                    )));
+                }
+            },
+        },
+        Some(Input::File(path)) => PatternInput::File { path: path.into() },
+    };
+    Ok(SourceSpec::Pattern {
+        regex: p.regex.clone(),
+        mode,
+        input,
+    })
 }
 
 /// A requested metric source, checked as far as it can be without the network: a
@@ -235,6 +303,7 @@ pub fn metric_from_pb(m: &pb::MetricSpec) -> Result<Option<SourceSpec>, Status> 
             argv: c.argv.clone(),
             counter: false,
         },
+        Some(Source::Pattern(p)) => pattern_from_pb(p)?,
         Some(Source::Perf(p)) => match pb::PerfCounter::try_from(p.counter) {
             Ok(pb::PerfCounter::Unspecified | pb::PerfCounter::Instructions) => {
                 SourceSpec::Perf { ipc: false }
@@ -275,6 +344,21 @@ mod tests {
             },
             SourceSpec::Perf { ipc: true },
             SourceSpec::Perf { ipc: false },
+            SourceSpec::Pattern {
+                regex: r"tps: ([0-9.]+)".into(),
+                mode: Mode::Rate,
+                input: PatternInput::Program {
+                    argv: vec!["sysbench".into(), "--report-interval=1".into()],
+                    stream: Stream::Stderr,
+                },
+            },
+            SourceSpec::Pattern {
+                regex: "GET /".into(),
+                mode: Mode::Increment,
+                input: PatternInput::File {
+                    path: "/var/log/nginx/access.log".into(),
+                },
+            },
         ] {
             let back = metric_from_pb(&metric_to_pb(&spec)).map_err(|s| s.message().to_owned());
             assert_eq!(back, Ok(Some(spec)));
@@ -307,6 +391,62 @@ mod tests {
         assert_eq!(
             metric_from_pb(&empty).unwrap_err().code(),
             tonic::Code::InvalidArgument
+        );
+        let pattern = |regex: &str, mode: i32, input| pb::MetricSpec {
+            source: Some(pb::metric_spec::Source::Pattern(pb::PatternMetric {
+                regex: regex.into(),
+                mode,
+                input,
+            })),
+        };
+        let file = |p: &str| Some(pb::pattern_metric::Input::File(p.into()));
+        for (spec, says) in [
+            (
+                pattern("(ops", 0, file("/var/log/a")),
+                "invalid pattern regex",
+            ),
+            (
+                pattern("ops", 9, file("/var/log/a")),
+                "metric.pattern.mode = 9",
+            ),
+            (pattern("ops", 1, None), "a program or a file"),
+            (pattern("ops", 1, file("log/a")), "not an absolute path"),
+            (
+                pattern(
+                    "ops",
+                    1,
+                    Some(pb::pattern_metric::Input::Program(pb::PatternProgram {
+                        argv: vec!["sh".into()],
+                        stream: 7,
+                    })),
+                ),
+                "stream = 7",
+            ),
+        ] {
+            let status = metric_from_pb(&spec).unwrap_err();
+            assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
+            assert!(status.message().contains(says), "{says}: {status:?}");
+        }
+        // Mode and stream unset: a rate over both streams.
+        let spec = metric_from_pb(&pattern(
+            "ops",
+            0,
+            Some(pb::pattern_metric::Input::Program(pb::PatternProgram {
+                argv: vec!["sh".into()],
+                stream: 0,
+            })),
+        ))
+        .unwrap();
+        assert_eq!(
+            spec,
+            Some(SourceSpec::Pattern {
+                regex: "ops".into(),
+                mode: Mode::Rate,
+                input: PatternInput::Program {
+                    argv: vec!["sh".into()],
+                    stream: Stream::Both,
+                },
+            })
         );
     }
 

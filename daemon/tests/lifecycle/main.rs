@@ -13,6 +13,7 @@ mod adopt;
 mod backoff;
 mod busy;
 mod drift;
+mod metric;
 mod reconcile;
 mod settings;
 mod sharing;

@@ -11,7 +11,10 @@ use std::future::Future;
 
 use tokio::time::Instant;
 
+use std::sync::Arc;
+
 use super::command::CommandError;
+use super::pattern::PatternError;
 use super::perf::PerfError;
 use super::prometheus::PrometheusError;
 use super::pushed::PushedError;
@@ -101,6 +104,10 @@ pub enum SourceError {
     /// The pushed stream ended.
     #[error(transparent)]
     Pushed(#[from] PushedError),
+    /// The pattern source's program exited or its file could not be read any more; every
+    /// poll after that returns the same error.
+    #[error(transparent)]
+    Pattern(Arc<PatternError>),
     /// A window held too few readings to compute its value (a pushed source that reports
     /// less often than once per window, or a counter read only once).
     #[error(

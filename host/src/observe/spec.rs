@@ -2,9 +2,9 @@
 //! demand, behind one concrete type so that a container's task can own whichever it has.
 //!
 //! [`MetricSource`] returns `impl Future`, which keeps it out of trait objects; [`AnySource`]
-//! is the enum that dispatches to the four sources instead.
+//! is the enum that dispatches to the five sources instead.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -12,6 +12,9 @@ use serde::{Deserialize, Serialize};
 use placed_core::cpuset::CpuSet;
 
 use super::command::{CommandConfig, CommandError, CommandSource, Commands};
+use super::pattern::{
+    LineMetric, LinePattern, Mode, PatternConfig, PatternError, PatternInput, PatternSource,
+};
 use super::perf::{PerfError, PerfMetric, PerfSource};
 use super::prometheus::text::{ParseError, Selector};
 use super::prometheus::{PrometheusConfig, PrometheusError, PrometheusSource};
@@ -63,6 +66,33 @@ pub enum SourceSpec {
     },
     /// Hardware counters on the container's cgroup, where the PMU exists.
     Perf { ipc: bool },
+    /// A number taken by regex from each matching line of a program's output or of a
+    /// file as it grows (its first capture group; no group: 1).
+    Pattern {
+        regex: String,
+        #[serde(default)]
+        mode: Mode,
+        input: PatternInput,
+    },
+}
+
+/// What a source described by an API caller may do on this host: run commands (command
+/// metrics and pattern programs), and read which files (pattern files).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Access {
+    pub commands: Commands,
+    /// `observe.pattern_files`: files, and directories whose files, may be tailed.
+    pub files: Vec<PathBuf>,
+}
+
+impl From<Commands> for Access {
+    /// Commands as given, no files.
+    fn from(commands: Commands) -> Self {
+        Self {
+            commands,
+            files: Vec::new(),
+        }
+    }
 }
 
 /// A source that could not be set up.
@@ -80,6 +110,8 @@ pub enum SpecError {
     Command(#[from] CommandError),
     #[error(transparent)]
     Perf(#[from] PerfError),
+    #[error(transparent)]
+    Pattern(#[from] PatternError),
 }
 
 impl SpecError {
@@ -93,7 +125,7 @@ impl SpecError {
                 | Self::Prometheus(
                     PrometheusError::InvalidUrl { .. } | PrometheusError::UnsupportedScheme { .. }
                 )
-        )
+        ) || matches!(self, Self::Pattern(e) if e.is_bad_input())
     }
 }
 
@@ -114,6 +146,21 @@ impl SourceSpec {
             Self::Command { argv, .. } if argv.first().is_none_or(|p| p.is_empty()) => {
                 return Err(CommandError::Empty.into());
             }
+            Self::Pattern { regex, mode, input } => {
+                LinePattern::new(regex, *mode)?;
+                match input {
+                    PatternInput::Program { argv, .. }
+                        if argv.first().is_none_or(|p| p.is_empty()) =>
+                    {
+                        return Err(PatternError::from(CommandError::Empty).into());
+                    }
+                    // Only the path's form: the allow-list is the daemon's to check.
+                    PatternInput::File { path } => {
+                        super::pattern::check_form(path).map_err(PatternError::from)?;
+                    }
+                    PatternInput::Program { .. } => {}
+                }
+            }
             Self::Pushed { .. } | Self::Command { .. } | Self::Perf { .. } => {}
         }
         Ok(())
@@ -121,15 +168,16 @@ impl SourceSpec {
 
     /// Builds the source for a container whose cgroup (for perf) is `cgroup_dir` and
     /// whose PUs are `cpus`. A pushed source also returns the [`Reporter`] its data must be
-    /// pushed into. A command source is built only as `commands` allows.
+    /// pushed into. A command source or pattern program is built only as `access.commands`
+    /// allows, a pattern file only under `access.files`.
     pub async fn build(
         &self,
         name: &str,
         cgroup_dir: &Path,
         cpus: &CpuSet,
-        commands: Commands,
+        access: impl Into<Access>,
     ) -> Result<(AnySource, Option<Reporter>), SpecError> {
-        self.build_with(name, cgroup_dir, cpus, commands, &SourceTimeouts::default())
+        self.build_with(name, cgroup_dir, cpus, access, &SourceTimeouts::default())
             .await
     }
 
@@ -139,9 +187,10 @@ impl SourceSpec {
         name: &str,
         cgroup_dir: &Path,
         cpus: &CpuSet,
-        commands: Commands,
+        access: impl Into<Access>,
         timeouts: &SourceTimeouts,
     ) -> Result<(AnySource, Option<Reporter>), SpecError> {
+        let access = access.into();
         Ok(match self {
             Self::Pushed { counter } => {
                 let kind = if *counter { Kind::Counter } else { Kind::Gauge };
@@ -168,11 +217,7 @@ impl SourceSpec {
                 if argv.is_empty() {
                     return Err(CommandError::Empty.into());
                 }
-                let run_as = match commands {
-                    Commands::Refused => return Err(CommandError::NotAllowed.into()),
-                    Commands::Own => None,
-                    Commands::As(user) => Some(user),
-                };
+                let run_as = run_as(access.commands)?;
                 let config = CommandConfig {
                     run_as,
                     argv: argv.clone(),
@@ -192,6 +237,29 @@ impl SourceSpec {
                     None,
                 )
             }
+            Self::Pattern { regex, mode, input } => {
+                let metric = LineMetric::new(LinePattern::new(regex, *mode)?);
+                let run_as = match input {
+                    PatternInput::Program { argv, .. } => {
+                        if argv.first().is_none_or(|p| p.is_empty()) {
+                            return Err(PatternError::from(CommandError::Empty).into());
+                        }
+                        run_as(access.commands).map_err(PatternError::from)?
+                    }
+                    PatternInput::File { .. } => None,
+                };
+                let config = PatternConfig {
+                    name: name.to_owned(),
+                    input: input.clone(),
+                    metric,
+                    run_as,
+                    files: access.files,
+                };
+                (
+                    AnySource::Pattern(PatternSource::start(config, self.describe())?),
+                    None,
+                )
+            }
         })
     }
 
@@ -206,17 +274,52 @@ impl SourceSpec {
                 placed_core::text::clip(&format!("command {}", argv.join(" ")), 200)
             }
             Self::Perf { ipc } => format!("perf {}", if *ipc { "ipc" } else { "instructions/s" }),
+            Self::Pattern { regex, mode, input } => placed_core::text::clip(
+                &format!(
+                    "pattern {} --mode {} {}",
+                    quote(regex),
+                    mode.name(),
+                    input.describe()
+                ),
+                200,
+            ),
         }
     }
 }
 
-/// Any of the four sources.
+/// Whom a command runs as under `commands`; refused when commands are off.
+fn run_as(commands: Commands) -> Result<Option<super::command::RunAs>, CommandError> {
+    match commands {
+        Commands::Refused => Err(CommandError::NotAllowed),
+        Commands::Own => Ok(None),
+        Commands::As(user) => Ok(Some(user)),
+    }
+}
+
+/// A regex as one shell word, as `placectl --metric` takes it back.
+fn quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// Any of the five sources.
 #[derive(Debug)]
 pub enum AnySource {
     Pushed(PushedSource),
     Prometheus(PrometheusSource),
     Command(CommandSource),
     Perf(PerfSource),
+    Pattern(PatternSource),
+}
+
+impl AnySource {
+    /// Whether the source stopped for good and must be built again to measure anything
+    /// (a pattern program that exited). The others recover by themselves or not at all.
+    pub fn ended(&self) -> bool {
+        match self {
+            Self::Pattern(s) => s.ended().is_some(),
+            Self::Pushed(_) | Self::Prometheus(_) | Self::Command(_) | Self::Perf(_) => false,
+        }
+    }
 }
 
 impl MetricSource for AnySource {
@@ -226,6 +329,7 @@ impl MetricSource for AnySource {
             Self::Prometheus(s) => s.describe(),
             Self::Command(s) => s.describe(),
             Self::Perf(s) => s.describe(),
+            Self::Pattern(s) => s.describe(),
         }
     }
 
@@ -235,6 +339,7 @@ impl MetricSource for AnySource {
             Self::Prometheus(s) => s.kind(),
             Self::Command(s) => s.kind(),
             Self::Perf(s) => s.kind(),
+            Self::Pattern(s) => s.kind(),
         }
     }
 
@@ -244,6 +349,7 @@ impl MetricSource for AnySource {
             Self::Prometheus(s) => s.is_pulled(),
             Self::Command(s) => s.is_pulled(),
             Self::Perf(s) => s.is_pulled(),
+            Self::Pattern(s) => s.is_pulled(),
         }
     }
 
@@ -253,6 +359,7 @@ impl MetricSource for AnySource {
             Self::Prometheus(s) => s.poll().await,
             Self::Command(s) => s.poll().await,
             Self::Perf(s) => s.poll().await,
+            Self::Pattern(s) => s.poll().await,
         }
     }
 }
@@ -366,6 +473,153 @@ mod tests {
         }
         .check()
         .unwrap();
+    }
+
+    fn pattern(regex: &str, input: PatternInput) -> SourceSpec {
+        SourceSpec::Pattern {
+            regex: regex.into(),
+            mode: Mode::Increment,
+            input,
+        }
+    }
+
+    fn program(argv: &[&str]) -> PatternInput {
+        PatternInput::Program {
+            argv: argv.iter().map(|a| (*a).to_owned()).collect(),
+            stream: super::super::pattern::Stream::Stdout,
+        }
+    }
+
+    #[test]
+    fn pattern_specs_round_trip_and_default_to_rate_on_both_streams() {
+        let spec = pattern("ops ([0-9]+)", program(&["sysbench", "cpu", "run"]));
+        let text = serde_json::to_string(&spec).unwrap();
+        assert_eq!(
+            text,
+            r#"{"kind":"pattern","regex":"ops ([0-9]+)","mode":"increment","input":{"program":{"argv":["sysbench","cpu","run"],"stream":"stdout"}}}"#
+        );
+        assert_eq!(serde_json::from_str::<SourceSpec>(&text).unwrap(), spec);
+        let short: SourceSpec = serde_json::from_str(
+            r#"{"kind":"pattern","regex":"x","input":{"file":{"path":"/var/log/a.log"}}}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            short,
+            SourceSpec::Pattern {
+                mode: Mode::Rate,
+                ..
+            }
+        ));
+        let e = serde_json::from_str::<SourceSpec>(
+            r#"{"kind":"pattern","regex":"x","input":{"socket":{}}}"#,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("socket"), "{e}");
+        assert_eq!(
+            pattern(
+                "it's",
+                PatternInput::File {
+                    path: "/l/a".into()
+                }
+            )
+            .describe(),
+            r"pattern 'it'\''s' --mode increment --file /l/a"
+        );
+    }
+
+    #[tokio::test]
+    async fn pattern_descriptions_that_can_never_work_are_bad_input() {
+        let cases = [
+            pattern("(ops", program(&["sh"])),
+            pattern("ops", program(&[])),
+            pattern("ops", program(&[""])),
+            pattern(
+                "ops",
+                PatternInput::File {
+                    path: "log/a".into(),
+                },
+            ),
+            pattern(
+                "ops",
+                PatternInput::File {
+                    path: "/l/../etc/shadow".into(),
+                },
+            ),
+        ];
+        for spec in cases {
+            let e = spec.check().unwrap_err();
+            assert!(e.is_bad_input(), "{spec:?}: {e}");
+        }
+        // The allow-list is not the description's fault, and check leaves it to build.
+        let outside = pattern(
+            "ops",
+            PatternInput::File {
+                path: "/etc/shadow".into(),
+            },
+        );
+        outside.check().unwrap();
+        let cpus = CpuSet::new();
+        let e = outside
+            .build("c", Path::new("/"), &cpus, Commands::Refused)
+            .await
+            .unwrap_err();
+        assert!(!e.is_bad_input(), "{e}");
+        assert!(
+            e.to_string().contains("observe.pattern_files is empty"),
+            "{e}"
+        );
+        // A program is a command: refused where commands are.
+        let e = pattern("ops", program(&["sh", "-c", "echo ops"]))
+            .build("c", Path::new("/"), &cpus, Commands::Refused)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                SpecError::Pattern(PatternError::Command(CommandError::NotAllowed))
+            ),
+            "{e}"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_allowed_pattern_file_is_built_as_a_pushed_style_counter() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("app.log");
+        std::fs::write(&log, "").unwrap();
+        let access = Access {
+            commands: Commands::Refused,
+            files: vec![dir.path().to_owned()],
+        };
+        let (source, reporter) = pattern("done", PatternInput::File { path: log })
+            .build("c", Path::new("/"), &CpuSet::new(), access)
+            .await
+            .unwrap();
+        assert!(reporter.is_none());
+        assert!(matches!(source, AnySource::Pattern(_)));
+        assert_eq!(source.kind(), Kind::Counter);
+        assert!(!source.is_pulled());
+        assert!(!source.ended());
+    }
+
+    /// The daemon builds a source again when it ended: a pattern program that exited says
+    /// so through `AnySource::ended`.
+    #[tokio::test]
+    async fn a_pattern_program_that_exited_is_an_ended_source() {
+        let spec = pattern("done", program(&["sh", "-c", "echo done; exit 0"]));
+        let (mut source, _) = spec
+            .build("c", Path::new("/"), &CpuSet::new(), Commands::Own)
+            .await
+            .unwrap();
+        for _ in 0..3000 {
+            if source.ended() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(source.ended());
+        let e = source.poll().await.unwrap_err();
+        assert!(e.to_string().contains("exited (exit status: 0)"), "{e}");
     }
 
     #[tokio::test]

@@ -94,29 +94,9 @@ pub enum Metric {
     },
 }
 
-/// What a matched number means.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Mode {
-    /// A rate now (`sysbench --report-interval`, `pgbench --progress`).
-    #[default]
-    Rate,
-    /// A running total.
-    Total,
-    /// An amount completed since the previous match, added to a running total (one
-    /// line per finished short run, as from a loop of fixed-length runs).
-    Increment,
-}
-
-/// Which output streams the regex reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Stream {
-    Stdout,
-    Stderr,
-    #[default]
-    Both,
-}
+/// What a matched number means, and which streams are read: the daemon's pattern
+/// metrics take the same words.
+pub use placed_host::observe::{Mode, Stream};
 
 impl Definition {
     /// The minimum window, if any.
@@ -170,8 +150,9 @@ impl Definition {
             substitute(template, &Values::checking()).map_err(|e| format!("{field}: {e}"))?;
         }
         match &self.metric {
-            Metric::Output { regex, .. } => {
-                regex::Regex::new(regex).map_err(|e| format!("metric.regex: {e}"))?;
+            Metric::Output { regex, mode, .. } => {
+                placed_host::observe::LinePattern::new(regex, *mode)
+                    .map_err(|e| format!("metric.regex: {e}"))?;
             }
             Metric::Command { argv, .. } if argv.is_empty() => {
                 return Err("metric.argv is an empty command".into());
@@ -343,14 +324,15 @@ metric = { source = "output", regex = "done", mode = "increment" }
     fn the_stress_ng_regex_takes_only_the_bogo_ops_column() {
         let defs = parse(include_str!("../../workloads/debian.toml")).unwrap();
         let matrix = defs.iter().find(|d| d.name == "stress-ng-matrix").unwrap();
-        let Metric::Output { regex, .. } = &matrix.metric else {
+        let Metric::Output { regex, mode, .. } = &matrix.metric else {
             panic!("{:?}", matrix.metric)
         };
-        let regex = regex::Regex::new(regex).unwrap();
+        // Through the parser that reads the workload's output.
+        let pattern = placed_host::observe::LinePattern::new(regex, *mode).unwrap();
         let summary = "stress-ng: metrc: [16993] matrix             3878      1.00      0.97      0.00      3877.68        4015.89";
-        assert_eq!(&regex.captures(summary).unwrap()[1], "3878");
+        assert_eq!(pattern.number(summary), Some(3878.0));
         let method = "stress-ng: metrc: [16993] matrix            279492.52 add matrix ops per sec (geometic mean of 2 instances)";
-        assert!(regex.captures(method).is_none());
+        assert_eq!(pattern.number(method), None);
     }
 
     #[test]

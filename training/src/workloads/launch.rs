@@ -5,13 +5,15 @@
 //! instruction of it runs outside the placement being measured.
 
 use std::ffi::CString;
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+use placed_host::observe::Lines;
 
 /// How long `stop` waits for the members of a killed process group to disappear.
 const GONE_WAIT: Duration = Duration::from_secs(5);
@@ -110,13 +112,13 @@ fn join_cgroup(procs: &CString) -> std::io::Result<()> {
     result
 }
 
-/// Reads `stream` line by line (a line ends at `\n` or `\r`: progress meters redraw
-/// with `\r`) on a thread of its own until it ends, calling `on_line` with each
-/// non-empty line. Reading goes on even when nobody wants the lines any more, so that
-/// the process never blocks on a full pipe.
+/// Reads `stream` line by line (split as [`Lines`] splits: at `\n` or `\r`, since
+/// progress meters redraw with `\r`) on a thread of its own until it ends, calling
+/// `on_line` with each non-empty line. Reading goes on even when nobody wants the lines any
+/// more, so that the process never blocks on a full pipe.
 pub(crate) fn read_lines<R, F>(
     name: String,
-    stream: R,
+    mut stream: R,
     mut on_line: F,
 ) -> std::io::Result<JoinHandle<()>>
 where
@@ -126,34 +128,19 @@ where
     std::thread::Builder::new()
         .name(format!("wl-{name}"))
         .spawn(move || {
-            let mut reader = BufReader::new(stream);
-            let mut line = Vec::new();
+            let mut lines = Lines::default();
+            let mut buf = vec![0u8; 8 << 10];
             loop {
-                let buf = match reader.fill_buf() {
-                    Ok([]) | Err(_) => break,
-                    Ok(buf) => buf,
-                };
-                let used = buf.len();
-                for &byte in buf {
-                    if byte == b'\n' || byte == b'\r' {
-                        if !line.is_empty() {
-                            on_line(String::from_utf8_lossy(&line).trim_end());
-                            line.clear();
-                        }
-                    } else if line.len() < MAX_LINE {
-                        line.push(byte);
-                    }
+                match stream.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => lines.push(&buf[..n], &mut on_line),
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
                 }
-                reader.consume(used);
             }
-            if !line.is_empty() {
-                on_line(String::from_utf8_lossy(&line).trim_end());
-            }
+            lines.finish(&mut on_line);
         })
 }
-
-/// Longer lines are cut: a metric is near the start, and memory stays bounded.
-const MAX_LINE: usize = 64 << 10;
 
 /// Runs `argv` to completion in `cgroups`, killing it after `timeout`; the error holds
 /// the end of its output.

@@ -6,9 +6,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use placed_core::cpuset::CpuSet;
-use placed_host::observe::{AnySource, Kind, Reporter, SourceSpec, block_on, pushed};
+use placed_host::observe::{
+    AnySource, Kind, LineMetric, LinePattern, Reporter, SourceSpec, block_on, pushed,
+};
 
-use super::external::{Definition, Metric, Mode, Stream, Values, substitute, substitute_all};
+use super::external::{Definition, Metric, Values, substitute, substitute_all};
 use super::launch::{self, Capture, Process};
 use super::{Error, Launch, Running};
 
@@ -155,26 +157,18 @@ fn external_into(
             mode,
             stream,
         } => {
-            let regex = regex::Regex::new(regex).map_err(|e| format!("metric.regex: {e}"))?;
-            let kind = if *mode == Mode::Rate {
-                Kind::Gauge
-            } else {
-                Kind::Counter
-            };
-            let (reporter, source) = pushed::channel(def.name.clone(), kind);
+            let pattern =
+                LinePattern::new(regex, *mode).map_err(|e| format!("metric.regex: {e}"))?;
+            let (reporter, source) = pushed::channel(def.name.clone(), mode.kind());
             running.source = AnySource::Pushed(source);
-            let total = Arc::new(Mutex::new(0.0f64));
+            // One parser for both pipes: an `increment` metric keeps one running total.
+            let metric = Arc::new(Mutex::new(LineMetric::new(pattern)));
             let [stdout, stderr] = streams;
-            let wanted = [
-                (stdout, *stream != Stream::Stderr),
-                (stderr, *stream != Stream::Stdout),
-            ];
+            let wanted = [(stdout, stream.stdout()), (stderr, stream.stderr())];
             for (pipe, read_it) in wanted {
                 let Some(pipe) = pipe else { continue };
-                let parse = LineMetric {
-                    regex: regex.clone(),
-                    mode: *mode,
-                    total: Arc::clone(&total),
+                let parse = ReadLine {
+                    metric: Arc::clone(&metric),
                     reporter: read_it.then(|| reporter.clone()),
                 };
                 let reader =
@@ -201,41 +195,28 @@ fn external_into(
     Ok(())
 }
 
-/// Parses one line of a command's output into a reading.
-struct LineMetric {
-    regex: regex::Regex,
-    mode: Mode,
-    /// Shared by the stdout and stderr readers of an `increment` metric.
-    total: Arc<Mutex<f64>>,
+/// One pipe's lines into the workload's metric.
+struct ReadLine {
+    /// Shared by the stdout and stderr readers.
+    metric: Arc<Mutex<LineMetric>>,
     /// `None` for a stream the metric does not read (drained only).
     reporter: Option<Reporter>,
 }
 
-impl LineMetric {
+impl ReadLine {
     fn line(&self, line: &str) {
         let Some(reporter) = &self.reporter else {
             return;
         };
-        let Some(caps) = self.regex.captures(line) else {
-            return;
-        };
-        let value = match caps.get(1) {
-            Some(m) => match m.as_str().parse::<f64>() {
-                Ok(v) if v.is_finite() => v,
-                _ => return,
-            },
-            None => 1.0,
-        };
-        let report = match self.mode {
-            Mode::Rate | Mode::Total => value,
-            Mode::Increment => {
-                let mut total = self.total.lock().unwrap_or_else(PoisonError::into_inner);
-                *total += value;
-                *total
-            }
-        };
-        // An error means nobody measures now; the line is dropped.
-        let _ = reporter.report(report);
+        let value = self
+            .metric
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .line(line);
+        if let Some(value) = value {
+            // An error means nobody measures now; the line is dropped.
+            let _ = reporter.report(value);
+        }
     }
 }
 

@@ -91,6 +91,20 @@ class PerfCounter(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     PERF_COUNTER_INSTRUCTIONS: _ClassVar[PerfCounter]
     PERF_COUNTER_IPC: _ClassVar[PerfCounter]
 
+class PatternMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    PATTERN_MODE_UNSPECIFIED: _ClassVar[PatternMode]
+    PATTERN_MODE_RATE: _ClassVar[PatternMode]
+    PATTERN_MODE_TOTAL: _ClassVar[PatternMode]
+    PATTERN_MODE_INCREMENT: _ClassVar[PatternMode]
+
+class PatternStream(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    PATTERN_STREAM_UNSPECIFIED: _ClassVar[PatternStream]
+    PATTERN_STREAM_STDOUT: _ClassVar[PatternStream]
+    PATTERN_STREAM_STDERR: _ClassVar[PatternStream]
+    PATTERN_STREAM_BOTH: _ClassVar[PatternStream]
+
 class Provenance(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     PROVENANCE_UNSPECIFIED: _ClassVar[Provenance]
@@ -170,6 +184,14 @@ OVERRIDE_ACTION_GAVE_UP: OverrideAction
 PERF_COUNTER_UNSPECIFIED: PerfCounter
 PERF_COUNTER_INSTRUCTIONS: PerfCounter
 PERF_COUNTER_IPC: PerfCounter
+PATTERN_MODE_UNSPECIFIED: PatternMode
+PATTERN_MODE_RATE: PatternMode
+PATTERN_MODE_TOTAL: PatternMode
+PATTERN_MODE_INCREMENT: PatternMode
+PATTERN_STREAM_UNSPECIFIED: PatternStream
+PATTERN_STREAM_STDOUT: PatternStream
+PATTERN_STREAM_STDERR: PatternStream
+PATTERN_STREAM_BOTH: PatternStream
 PROVENANCE_UNSPECIFIED: Provenance
 PROVENANCE_REAL: Provenance
 PROVENANCE_VIRTUAL_MACHINE: Provenance
@@ -421,17 +443,39 @@ class PerfMetric(_message.Message):
     counter: PerfCounter
     def __init__(self, counter: _Optional[_Union[PerfCounter, str]] = ...) -> None: ...
 
+class PatternProgram(_message.Message):
+    __slots__ = ("argv", "stream")
+    ARGV_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    argv: _containers.RepeatedScalarFieldContainer[str]
+    stream: PatternStream
+    def __init__(self, argv: _Optional[_Iterable[str]] = ..., stream: _Optional[_Union[PatternStream, str]] = ...) -> None: ...
+
+class PatternMetric(_message.Message):
+    __slots__ = ("regex", "mode", "program", "file")
+    REGEX_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    PROGRAM_FIELD_NUMBER: _ClassVar[int]
+    FILE_FIELD_NUMBER: _ClassVar[int]
+    regex: str
+    mode: PatternMode
+    program: PatternProgram
+    file: str
+    def __init__(self, regex: _Optional[str] = ..., mode: _Optional[_Union[PatternMode, str]] = ..., program: _Optional[_Union[PatternProgram, _Mapping]] = ..., file: _Optional[str] = ...) -> None: ...
+
 class MetricSpec(_message.Message):
-    __slots__ = ("pushed", "prometheus", "command", "perf")
+    __slots__ = ("pushed", "prometheus", "command", "perf", "pattern")
     PUSHED_FIELD_NUMBER: _ClassVar[int]
     PROMETHEUS_FIELD_NUMBER: _ClassVar[int]
     COMMAND_FIELD_NUMBER: _ClassVar[int]
     PERF_FIELD_NUMBER: _ClassVar[int]
+    PATTERN_FIELD_NUMBER: _ClassVar[int]
     pushed: PushedMetric
     prometheus: PrometheusMetric
     command: CommandMetric
     perf: PerfMetric
-    def __init__(self, pushed: _Optional[_Union[PushedMetric, _Mapping]] = ..., prometheus: _Optional[_Union[PrometheusMetric, _Mapping]] = ..., command: _Optional[_Union[CommandMetric, _Mapping]] = ..., perf: _Optional[_Union[PerfMetric, _Mapping]] = ...) -> None: ...
+    pattern: PatternMetric
+    def __init__(self, pushed: _Optional[_Union[PushedMetric, _Mapping]] = ..., prometheus: _Optional[_Union[PrometheusMetric, _Mapping]] = ..., command: _Optional[_Union[CommandMetric, _Mapping]] = ..., perf: _Optional[_Union[PerfMetric, _Mapping]] = ..., pattern: _Optional[_Union[PatternMetric, _Mapping]] = ...) -> None: ...
 
 class ManageRequest(_message.Message):
     __slots__ = ("container", "vcpus", "policy", "metric", "on_override")
