@@ -29,9 +29,9 @@ fn workload_property(text: &str) -> Result<(), TestCaseError> {
             prop_assert_eq!(&again, &defs);
             for def in &defs {
                 prop_assert!(!def.name.trim().is_empty() && !def.command.is_empty());
-                if let external::Metric::Output { regex, .. } = &def.metric {
+                if let external::Metric::Output { regex, mode, .. } = &def.metric {
                     prop_assert!(
-                        regex::Regex::new(regex).is_ok(),
+                        placed_host::observe::LinePattern::new(regex, *mode).is_ok(),
                         "unchecked regex {regex:?}"
                     );
                 }
