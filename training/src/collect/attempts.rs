@@ -101,7 +101,7 @@ pub fn measure(
         .map(|w| format!("+/-{}", percent(*w)))
         .collect();
     Ok(Outcome::Unusable {
-        reason: format!(
+        reason: fit_record(format!(
             "95% interval wider than the bound of +/-{} in {} of {tries} attempt(s) ({}){}",
             percent(options.max_interval),
             widths.len(),
@@ -111,8 +111,21 @@ pub fn measure(
             } else {
                 format!("; other attempts failed: {last_error}")
             }
-        ),
+        )),
     })
+}
+
+/// The reason cut to what a data file may hold ([`placed_models::data::MAX_NAME`]
+/// characters), ending in `...` when cut: four attempts' widths and another attempt's error
+/// passed the bound, and the loader then refused the file its own collector wrote.
+fn fit_record(reason: String) -> String {
+    let max = placed_models::data::MAX_NAME;
+    if reason.chars().count() <= max {
+        return reason;
+    }
+    let mut cut: String = reason.chars().take(max - 3).collect();
+    cut.push_str("...");
+    cut
 }
 
 /// One attempt: cgroup, launch, measure, stop, remove. The outer error is fatal (cgroups,
@@ -196,5 +209,18 @@ mod tests {
         assert_eq!(longer_window(w, 0), w);
         assert_eq!(longer_window(w, 1), Duration::from_secs(1));
         assert_eq!(longer_window(w, 9), Duration::from_secs(4));
+    }
+
+    /// Found by the collector's own test on a busy host: four attempts' widths made a
+    /// reason of 203 characters, which the data file's loader refused.
+    #[test]
+    fn a_long_reason_is_cut_to_what_a_data_file_holds() {
+        let max = placed_models::data::MAX_NAME;
+        let short = "95% interval wider than the bound".to_owned();
+        assert_eq!(fit_record(short.clone()), short);
+        let long = format!("{short} {}", "é".repeat(500));
+        let cut = fit_record(long);
+        assert_eq!(cut.chars().count(), max);
+        assert!(cut.ends_with("...") && cut.starts_with(&short), "{cut}");
     }
 }
