@@ -333,3 +333,36 @@ fn hwloc_object_with_some_sets_but_not_all_is_refused_not_crashed() {
         assert!(line.contains(want), "{want}: {line}");
     }
 }
+
+/// Found by `hwloc_xml_mutated_from_the_corpus` in the long mode: hwloc keeps any number as
+/// a distance matrix's kind, and hwlocality panics ("hwloc should not emit invalid kinds")
+/// when one says both latency and bandwidth, or both from the OS and from the user.
+#[test]
+fn hwloc_distance_kind_that_is_impossible_is_refused_not_a_panic() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let seed = std::fs::read_to_string(
+        repo().join("tests/topologies/hwloc-xml/x86+linux-64amd64-4p2n4ca2co.xml"),
+    )
+    .expect("a corpus file");
+    assert!(seed.contains("kind=\"5\""), "the seed has a latency matrix");
+    for (kind, want) in [
+        ("13", "both latency and bandwidth"),
+        ("7", "both from the OS and from the user"),
+        ("-1", "expected a decimal number"),
+        ("4096", "expected a decimal number"),
+    ] {
+        let path = dir.path().join("bad.xml");
+        std::fs::write(
+            &path,
+            seed.replace("kind=\"5\"", &format!("kind=\"{kind}\"")),
+        )
+        .expect("writable");
+        let err = Machine::load(&TopologySource::XmlFile(path), None)
+            .expect_err("an impossible distance kind");
+        let line = fuzz::message(&err);
+        assert!(line.contains(want), "{kind}: {line}");
+    }
+    let path = dir.path().join("good.xml");
+    std::fs::write(&path, seed.replace("kind=\"5\"", "kind=\"6\"")).expect("writable");
+    Machine::load(&TopologySource::XmlFile(path), None).expect("from the user, latency");
+}

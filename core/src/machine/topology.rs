@@ -329,6 +329,43 @@ fn check_xml(path: &Path, text: &str) -> Result<(), TopologyError> {
     if v2 && numa == 0 {
         return Err(not_topology("it has no NUMANode object".into()));
     }
+    for m in doc
+        .descendants()
+        .filter(|n| n.has_tag_name("distances2") || n.has_tag_name("distances2hetero"))
+    {
+        let line = doc.text_pos_at(m.range().start).row;
+        check_distances_kind(m.attribute("kind")).map_err(|why| {
+            not_topology(format!(
+                "the distance matrix at line {line} has kind {:?}: {why}",
+                crate::text::clip(m.attribute("kind").unwrap_or(""), 40)
+            ))
+        })?;
+    }
+    Ok(())
+}
+
+/// A distance matrix's `kind` as hwloc writes it: decimal, of the five flags of hwloc 2.9,
+/// at most one of from-OS and from-user and one of latency and bandwidth. hwloc reads any
+/// number and keeps it, and hwlocality then panics on reading an impossible kind.
+fn check_distances_kind(kind: Option<&str>) -> Result<(), &'static str> {
+    const FROM_OS: u32 = 1;
+    const FROM_USER: u32 = 2;
+    const LATENCY: u32 = 4;
+    const BANDWIDTH: u32 = 8;
+    const ALL: u32 = 31;
+    let Some(kind) = kind else { return Ok(()) };
+    let kind: u32 = kind
+        .parse()
+        .ok()
+        .filter(|k| k & !ALL == 0)
+        .ok_or("expected a decimal number of hwloc's distance flags (0 to 31)")?;
+    let both = |a: u32, b: u32| kind & a != 0 && kind & b != 0;
+    if both(FROM_OS, FROM_USER) {
+        return Err("it says both from the OS and from the user");
+    }
+    if both(LATENCY, BANDWIDTH) {
+        return Err("it says both latency and bandwidth");
+    }
     Ok(())
 }
 
