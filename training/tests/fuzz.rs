@@ -169,3 +169,23 @@ fn workload_file_error_quotes_a_long_line_cut() {
     assert!(err.len() < 800, "{} bytes", err.len());
     assert!(err.contains("100000 characters in all"), "{err}");
 }
+
+/// Found by `collector_data_files_mutated_as_bytes` in the long mode: a resumed file whose
+/// header names another machine class quoted that class whole.
+#[test]
+fn collector_mismatch_quotes_a_long_class_cut() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let seed = String::from_utf8(collected(dir.path())).expect("UTF-8");
+    let path = dir.path().join("data.jsonl");
+    let long = "A".repeat(100_000);
+    std::fs::write(&path, seed.replacen("fuzz-machine", &long, 1)).expect("writable");
+    let err = DataFile::open(&path, &header(), Provenance::Simulated).expect_err("another class");
+    let line = fuzz::message(&err);
+    assert!(line.contains("machine class"), "{}", &line[..200]);
+    assert!(
+        line.contains("100000 characters in all"),
+        "{}",
+        &line[..200]
+    );
+    assert!(line.len() < 800, "{} bytes", line.len());
+}

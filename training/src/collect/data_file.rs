@@ -262,6 +262,8 @@ fn note(done: &mut HashSet<Key>, unusable: &mut HashSet<Key>, key: Key, usable: 
 
 /// What differs between the file's header and this collection's, in words.
 fn header_difference(found: &MachineHeader, want: &MachineHeader) -> Option<String> {
+    // The file's side is whatever the file holds: quoted cut, like every refusal.
+    let cut = |text: String| placed_core::text::clip(&text, 200);
     if found.version != want.version {
         return Some(format!(
             "data format version {} instead of {}",
@@ -271,7 +273,8 @@ fn header_difference(found: &MachineHeader, want: &MachineHeader) -> Option<Stri
     if found.fingerprint != want.fingerprint {
         return Some(format!(
             "machine class {} instead of this host's {}",
-            found.fingerprint, want.fingerprint
+            cut(found.fingerprint.clone()),
+            want.fingerprint
         ));
     }
     if found.v != want.v {
@@ -279,8 +282,9 @@ fn header_difference(found: &MachineHeader, want: &MachineHeader) -> Option<Stri
     }
     if found.concerns != want.concerns {
         return Some(format!(
-            "concerns {:?} instead of {:?}",
-            found.concerns, want.concerns
+            "concerns {} instead of {:?}",
+            cut(format!("{:?}", found.concerns)),
+            want.concerns
         ));
     }
     let ids = |h: &MachineHeader| {
@@ -300,9 +304,9 @@ fn header_difference(found: &MachineHeader, want: &MachineHeader) -> Option<Stri
         });
     if !same_scores {
         return Some(format!(
-            "placements {:?} instead of {:?}",
-            ids(found),
-            ids(want)
+            "placements {} instead of {}",
+            cut(format!("{:?}", ids(found))),
+            cut(format!("{:?}", ids(want)))
         ));
     }
     None
