@@ -9,6 +9,7 @@ use crate::calibrate::CalibrateError;
 use crate::collect::CollectError;
 use crate::collect::data_file::DataFileError;
 use crate::pipeline::PipelineError;
+use crate::policies::ReplayError;
 
 /// The exit code of an error, from the first error in its chain whose type says.
 pub fn exit_of(err: &(dyn Error + 'static)) -> Exit {
@@ -39,6 +40,17 @@ fn known(e: &(dyn Error + 'static)) -> Option<Exit> {
         // Figures this host cannot vouch for: the operator quiets it or forces them.
         Some(CalibrateError::Refused { .. }) => return Some(Exit::Refused),
         _ => {}
+    }
+    if let Some(r) = e.downcast_ref::<ReplayError>() {
+        // Data and machine that do not belong together, or a goal no policy accepts.
+        if matches!(
+            r,
+            ReplayError::OtherMachine { .. }
+                | ReplayError::UnknownPlacement { .. }
+                | ReplayError::Goal { .. }
+        ) {
+            return Some(Exit::BadInput);
+        }
     }
     if let Some(d) = e.downcast_ref::<DataFileError>() {
         return data_file(d);

@@ -14,7 +14,9 @@
 //!   SIGHUP as a stop (`placed_host::stop`), so a stopped collection cleans up.
 //! - [`simulate`]: simulated training data for a topology and `v`, marked simulated.
 //! - [`report`]: the tables `fit` and `evaluate` print.
-//! - [`plot`]: predicted against actual performance per workload, as SVG.
+//! - [`policies`]: the placement policies replayed from collected data (thesis §2.5).
+//! - [`plot`]: predicted against actual performance per workload, and the policy replay, as
+//!   SVG.
 //! - [`exit`]: `placed-train`'s exit code for an error, from the table shared by the three
 //!   binaries (`placed_core::exit`).
 
@@ -24,6 +26,7 @@ pub mod exit;
 pub mod interrupt;
 pub mod pipeline;
 pub mod plot;
+pub mod policies;
 pub mod provenance;
 pub mod report;
 pub mod simulate;

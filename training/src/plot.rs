@@ -1,13 +1,15 @@
 //! Predicted against actual performance per workload, drawn like the thesis's figures
 //! 2.4-2.12: placement on x, performance relative to the baseline on y, one line for the
 //! actual values and one per predictor. Plain SVG written by hand: no fonts or system
-//! libraries needed, and any browser shows it.
+//! libraries needed, and any browser shows it. [`policies`] draws the policy replay.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use ndarray::ArrayView1;
 use placed_models::{Evaluation, Provenance};
+
+pub mod policies;
 
 /// A plot that could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -40,22 +42,12 @@ struct Series<'a> {
 pub fn workload_svg(e: &Evaluation, row: usize) -> String {
     let series = series_of(e, row);
     let frame = Frame::new(&series, e.placements.len());
-    let mut svg = String::new();
-    let _ = writeln!(
-        svg,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
     let r = &e.rows[row];
-    let simulated = if e.provenance == Provenance::Simulated {
-        " (SIMULATED)"
-    } else {
-        ""
-    };
-    let _ = writeln!(
-        svg,
-        r#"<text x="{LEFT}" y="22" font-size="14">{}{simulated}</text>"#,
-        escape(&format!("{} ({})", r.workload, r.family))
+    let mut svg = open_svg(
+        WIDTH,
+        HEIGHT,
+        &format!("{} ({})", r.workload, r.family),
+        e.provenance,
     );
     axes(&mut svg, &frame, e);
     for (i, s) in series.iter().enumerate() {
@@ -232,20 +224,64 @@ fn line(svg: &mut String, f: &Frame, s: &Series<'_>, index: usize) {
 
 /// Writes one SVG per workload run into `dir` (created if missing); returns the files.
 pub fn write_plots(e: &Evaluation, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
+    write_all(
+        dir,
+        e.rows.iter().enumerate().map(|(row, r)| {
+            (
+                format!("{}-run{}.svg", file_safe(&r.workload), r.run),
+                workload_svg(e, row),
+            )
+        }),
+    )
+}
+
+/// Writes each (file name, SVG) into `dir`, created if missing; returns the files.
+fn write_all(
+    dir: &Path,
+    figures: impl IntoIterator<Item = (String, String)>,
+) -> Result<Vec<PathBuf>, PlotError> {
     std::fs::create_dir_all(dir).map_err(|source| PlotError::Io {
         path: dir.to_owned(),
         source,
     })?;
     let mut written = Vec::new();
-    for (row, r) in e.rows.iter().enumerate() {
-        let path = dir.join(format!("{}-run{}.svg", file_safe(&r.workload), r.run));
-        std::fs::write(&path, workload_svg(e, row)).map_err(|source| PlotError::Io {
+    for (name, svg) in figures {
+        let path = dir.join(name);
+        std::fs::write(&path, svg).map_err(|source| PlotError::Io {
             path: path.clone(),
             source,
         })?;
         written.push(path);
     }
     Ok(written)
+}
+
+/// What a figure's title adds for data that is not from real hardware: figures travel
+/// without the report that announced it.
+fn provenance_mark(p: Provenance) -> &'static str {
+    match p {
+        Provenance::Simulated => " (SIMULATED)",
+        Provenance::VirtualMachine => " (SIMULATED: virtual machine, timings not representative)",
+        Provenance::Real => "",
+    }
+}
+
+/// The start of a figure: the document, a white background and the title, marked by
+/// provenance. The caller closes it with `</svg>`.
+fn open_svg(width: f64, height: f64, title: &str, provenance: Provenance) -> String {
+    let mut svg = String::new();
+    let _ = writeln!(
+        svg,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ = writeln!(
+        svg,
+        r#"<text x="{LEFT}" y="22" font-size="14">{}{}</text>"#,
+        escape(title),
+        provenance_mark(provenance)
+    );
+    svg
 }
 
 fn escape(s: &str) -> String {

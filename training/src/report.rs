@@ -287,3 +287,25 @@ pub fn left_out(data: &Dataset) -> String {
     }
     out
 }
+
+/// Rows as left-aligned columns two spaces apart, the header first; trailing blanks cut.
+pub fn aligned<const N: usize>(header: [&str; N], rows: &[[String; N]]) -> String {
+    let header = header.map(String::from);
+    let mut widths = [0usize; N];
+    for row in std::iter::once(&header).chain(rows) {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in std::iter::once(&header).chain(rows) {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}

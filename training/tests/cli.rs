@@ -231,3 +231,116 @@ fn a_model_that_passes_the_gate_is_written_unmarked() {
     assert_eq!(model.below_gate(), None);
     assert!(!stdout(&out).contains("BELOW THE ACCURACY GATE"));
 }
+
+/// The placement with the most units: the data header lists fewest units first.
+fn whole_machine_placement(dir: &Path) -> String {
+    let text = std::fs::read_to_string(dir.join("data.jsonl")).expect("data written");
+    let header: serde_json::Value =
+        serde_json::from_str(text.lines().next().expect("a header")).expect("JSON header");
+    header["placements"]
+        .as_array()
+        .and_then(|p| p.last())
+        .and_then(|p| p["id"].as_str())
+        .expect("placement ids")
+        .to_owned()
+}
+
+#[test]
+fn policies_prints_a_table_json_and_plots_all_marked_simulated() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    simulate(dir.path(), TOPOLOGY, "8", "0.01");
+    let whole = whole_machine_placement(dir.path());
+    let mut args = vec![
+        "policies",
+        "--data",
+        "data.jsonl",
+        "--synthetic",
+        TOPOLOGY,
+        "--baseline",
+        &whole,
+        "--plots",
+        "plots",
+    ];
+    args.extend(FAST);
+    let out = placed_train(&args, dir.path());
+    assert!(out.status.success());
+    let text = stdout(&out);
+    assert!(text.contains("SIMULATED DATA"));
+    assert!(text.contains(&format!("baseline placement {whole}")));
+    let summary: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains('%') && !l.contains("sim-"))
+        .filter(|l| l.starts_with("90%") || l.starts_with("100%") || l.starts_with("110%"))
+        .collect();
+    assert_eq!(summary.len(), 3 * 4, "one summary line per goal and policy");
+    for policy in ["model", "smart-aggressive", "conservative", "one-placement"] {
+        assert_eq!(
+            summary
+                .iter()
+                .filter(|l| l.contains(&format!(" {policy} ")))
+                .count(),
+            3,
+            "{policy} at every goal"
+        );
+    }
+    let workload_lines = text.lines().filter(|l| l.contains(" sim-")).count();
+    assert_eq!(workload_lines, 3 * 24, "one line per goal and workload");
+    let plots: Vec<_> = std::fs::read_dir(dir.path().join("plots"))
+        .expect("plots written")
+        .filter_map(Result::ok)
+        .collect();
+    assert_eq!(plots.len(), 3, "one plot per goal");
+    for plot in &plots {
+        let svg = std::fs::read_to_string(plot.path()).expect("readable");
+        assert!(svg.starts_with("<svg") && svg.contains("(SIMULATED)"));
+    }
+
+    let mut args = vec![
+        "policies",
+        "--data",
+        "data.jsonl",
+        "--synthetic",
+        TOPOLOGY,
+        "--goals",
+        "95",
+        "--json",
+    ];
+    args.extend(FAST);
+    let out = placed_train(&args, dir.path());
+    assert!(out.status.success());
+    let lines: Vec<serde_json::Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every line is JSON"))
+        .collect();
+    assert!(lines.iter().all(|l| l["provenance"] == "simulated"));
+    let kinds = |kind: &str| lines.iter().filter(|l| l["kind"] == kind).count();
+    assert_eq!(kinds("summary"), 4, "one per policy at the one goal");
+    assert_eq!(kinds("workload"), 4 * 24);
+    let conservative = lines
+        .iter()
+        .find(|l| l["kind"] == "summary" && l["policy"] == "conservative")
+        .expect("conservative summary");
+    assert_eq!(conservative["containers"], 1.0);
+    assert!(
+        conservative["shortfall_mean_percent"].is_null(),
+        "not measured"
+    );
+    assert!(lines.iter().all(|l| l["goal"] == 0.95));
+}
+
+#[test]
+fn policies_refuses_data_from_another_machine() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    simulate(dir.path(), TOPOLOGY, "8", "0.01");
+    let mut args = vec![
+        "policies",
+        "--data",
+        "data.jsonl",
+        "--synthetic",
+        "pack:4 numa:2 l3:1 core:4 pu:2",
+    ];
+    args.extend(FAST);
+    let out = placed_train(&args, dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the machine the data was collected on"));
+}

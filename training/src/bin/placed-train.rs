@@ -22,7 +22,7 @@ use placed_training::collect::{self, Summary, human};
 use placed_training::pipeline;
 use placed_training::simulate::{SimMachine, SimulationOptions, simulate};
 use placed_training::workloads::{self, kernels};
-use placed_training::{calibrate, plot, report};
+use placed_training::{calibrate, plot, policies, report};
 
 #[derive(Parser, Debug)]
 #[command(name = "placed-train", version, about, after_help = Exit::help_table())]
@@ -78,6 +78,30 @@ enum Cli {
         /// Also write one SVG of predicted against actual per workload into this directory.
         #[arg(long)]
         plots: Option<PathBuf>,
+        #[command(flatten)]
+        train: TrainFlags,
+    },
+    /// Replay the placement policies on a data file (thesis §2.5): per goal, the containers
+    /// per machine each policy packs and how far each workload falls short of the goal.
+    Policies {
+        /// Training data (JSON lines, see docs/models.md).
+        #[arg(long)]
+        data: PathBuf,
+        /// The machine the data was collected on.
+        #[command(flatten)]
+        topology: TopologyFlags,
+        /// Machine file the collection used (e.g. from `calibrate`).
+        #[arg(long)]
+        machine_file: Option<PathBuf>,
+        /// Goals, in percent of the baseline's performance.
+        #[arg(long, value_delimiter = ',', default_values_t = placed_training::policies::DEFAULT_GOALS.map(|g| 100.0 * g))]
+        goals: Vec<f64>,
+        /// Also write one SVG per goal into this directory.
+        #[arg(long)]
+        plots: Option<PathBuf>,
+        /// One JSON object per line instead of tables.
+        #[arg(long)]
+        json: bool,
         #[command(flatten)]
         train: TrainFlags,
     },
@@ -154,6 +178,16 @@ struct TopologyFlags {
     /// This host's topology.
     #[arg(long)]
     host: bool,
+}
+
+impl TopologyFlags {
+    fn source(&self) -> TopologySource {
+        match (&self.topology, &self.synthetic) {
+            (Some(path), _) => TopologySource::XmlFile(path.clone()),
+            (None, Some(s)) => TopologySource::Synthetic(s.clone()),
+            (None, None) => TopologySource::Host,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -504,6 +538,34 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 println!("\nwrote {} plots into {}", written.len(), dir.display());
             }
         }
+        Cli::Policies {
+            data,
+            topology,
+            machine_file,
+            goals,
+            plots,
+            json,
+            train,
+        } => {
+            let dataset = Dataset::load(&data)?;
+            let machine = Machine::load(&topology.source(), machine_file.as_deref())?;
+            let set = important_placements(&machine, dataset.header().v as usize)?;
+            let goals: Vec<f64> = goals.iter().map(|g| g / 100.0).collect();
+            let replay = policies::replay(&dataset, &machine, &set, &goals, &train.options())
+                .context("replaying the policies")?;
+            if json {
+                print!("{}", policies::json_lines(&replay));
+            } else {
+                print!("{}", report::left_out(&dataset));
+                print!("{}", policies::text(&replay));
+            }
+            if let Some(dir) = plots {
+                let written = plot::policies::write_plots(&replay, &dir)?;
+                if !json {
+                    println!("\nwrote {} plots into {}", written.len(), dir.display());
+                }
+            }
+        }
         Cli::Simulate {
             topology,
             machine_file,
@@ -514,12 +576,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             noise,
             seed,
         } => {
-            let source = match (topology.topology, topology.synthetic) {
-                (Some(path), _) => TopologySource::XmlFile(path),
-                (None, Some(s)) => TopologySource::Synthetic(s),
-                (None, None) => TopologySource::Host,
-            };
-            let machine = Machine::load(&source, machine_file.as_deref())?;
+            let machine = Machine::load(&topology.source(), machine_file.as_deref())?;
             let set = important_placements(&machine, vcpus)?;
             let sim = SimMachine::from_placed(&machine, &set)?;
             let options = SimulationOptions {
@@ -568,24 +625,7 @@ fn workload_table(all: &[workloads::Workload]) -> String {
             ]
         })
         .collect();
-    let header = ["NAME", "FAMILY", "UNIT", "KIND", "AVAILABLE"].map(String::from);
-    let mut widths = [0usize; 5];
-    for row in std::iter::once(&header).chain(&rows) {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.len());
-        }
-    }
-    let mut out = String::new();
-    for row in std::iter::once(&header).chain(&rows) {
-        let cells: Vec<String> = row
-            .iter()
-            .zip(widths)
-            .map(|(c, w)| format!("{c:<w$}"))
-            .collect();
-        out.push_str(cells.join("  ").trim_end());
-        out.push('\n');
-    }
-    out
+    report::aligned(["NAME", "FAMILY", "UNIT", "KIND", "AVAILABLE"], &rows)
 }
 
 fn run_workload(cmd: WorkloadCmd) -> anyhow::Result<()> {
