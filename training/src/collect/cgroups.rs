@@ -126,6 +126,9 @@ fn perf_parent(cgroups: &Cgroups, parent: &CgroupPath) -> Option<PathBuf> {
     if dir == parent.under(cgroups.root()) {
         return None;
     }
+    if let Some(root) = dir.parent() {
+        remove_stale_perf(root);
+    }
     match std::fs::create_dir(&dir) {
         Ok(()) => Some(dir),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Some(dir),
@@ -133,6 +136,33 @@ fn perf_parent(cgroups: &Cgroups, parent: &CgroupPath) -> Option<PathBuf> {
             tracing::warn!(dir = %dir.display(), error = %e, "no perf cgroup: runs are not counted");
             None
         }
+    }
+}
+
+/// Removes the perf cgroup directories of collectors that died (SIGKILL); their processes
+/// were killed with their cpuset cgroups ([`remove_stale`]).
+fn remove_stale_perf(root: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(PREFIX)) else {
+            continue;
+        };
+        let Ok(pid) = pid.parse::<u32>() else {
+            continue;
+        };
+        if pid == std::process::id() || std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        let dir = entry.path();
+        for run in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            if run.file_type().is_ok_and(|t| t.is_dir()) {
+                remove_perf_dir(&run.path());
+            }
+        }
+        remove_perf_dir(&dir);
     }
 }
 
