@@ -103,7 +103,11 @@ pub async fn run(config: Config, stop: Stop) -> Result<(), RunError> {
 pub async fn run_with(config: Config, stop: Stop, reload: Option<Reload>) -> Result<(), RunError> {
     let token = stop.token();
     match raise_nofile() {
-        Ok(n) => tracing::info!(limit = n, "open file limit"),
+        Ok(n) => tracing::info!(
+            limit = n,
+            perf_budget = placed_host::observe::FdBudget::host().budget(),
+            "open file limit; perf counters may hold perf_budget descriptors at once"
+        ),
         Err(e) => tracing::warn!(error = %e, "cannot raise the open file limit"),
     }
     // Before anything else, and held to the end: a second daemon on the same state file is

@@ -60,9 +60,30 @@ pub fn write(path: &Path, parts: &[&[u8]]) -> std::io::Result<()> {
 /// [`write`], the new file created with `mode` (less the umask): a file that replaces a
 /// more open one, written by an older version, takes the new mode.
 pub fn write_with_mode(path: &Path, parts: &[&[u8]], mode: u32) -> std::io::Result<()> {
+    write_owned(path, parts, mode, None)
+}
+
+/// [`write_with_mode`], the new file also given group `group` (when `Some`) before it is
+/// renamed into place, so that it never appears with another group. A group this process
+/// may not give (neither root nor a member: EPERM) is left as it is: the file is then
+/// only less readable, never more.
+pub fn write_owned(
+    path: &Path,
+    parts: &[&[u8]],
+    mode: u32,
+    group: Option<libc::gid_t>,
+) -> std::io::Result<()> {
     let (dir, name) = parts_of(path);
     let (tmp, mut f) = create_unique(dir, &name, mode)?;
     let result = (|| {
+        if let Some(gid) = group {
+            match std::os::unix::fs::fchown(&f, None, Some(gid)) {
+                Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+                    tracing::debug!(path = %path.display(), gid, "cannot give the file its group; left as it is");
+                }
+                other => other?,
+            }
+        }
         for part in parts {
             f.write_all(part)?;
         }
@@ -76,6 +97,30 @@ pub fn write_with_mode(path: &Path, parts: &[&[u8]], mode: u32) -> std::io::Resu
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// The id of group `name`, if this host has it.
+pub fn group_id(name: &str) -> Option<libc::gid_t> {
+    let c = std::ffi::CString::new(name).ok()?;
+    let mut group = std::mem::MaybeUninit::<libc::group>::uninit();
+    let mut found: *mut libc::group = std::ptr::null_mut();
+    let mut buf = vec![0 as libc::c_char; 16 * 1024];
+    // SAFETY: every pointer is to memory we own, sized as passed; the result is read only
+    // when getgrnam_r says it filled `group`.
+    let rc = unsafe {
+        libc::getgrnam_r(
+            c.as_ptr(),
+            group.as_mut_ptr(),
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut found,
+        )
+    };
+    if rc != 0 || found.is_null() {
+        return None;
+    }
+    // SAFETY: getgrnam_r succeeded and pointed `found` at `group`.
+    Some(unsafe { group.assume_init() }.gr_gid)
 }
 
 /// Removes the temporary files that writes of `path` left when their process died. Only
@@ -233,5 +278,25 @@ mod tests {
             ]
         );
         assert!(remove_stale(&dir.path().join("none/x")).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_group_is_given_before_the_rename_and_unknown_groups_are_none() {
+        use std::os::unix::fs::MetadataExt as _;
+        assert_eq!(group_id("root"), Some(0));
+        assert_eq!(group_id("no-such-group-placed-test"), None);
+        assert_eq!(group_id("nul\0byte"), None);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.json");
+        // SAFETY: getegid has no preconditions.
+        let own = unsafe { libc::getegid() };
+        write_owned(&path, &[b"x"], 0o640, Some(own)).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().gid(), own);
+        // A group this process may not give is left, not an error (as non-root only).
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            write_owned(&path, &[b"y"], 0o640, Some(0)).unwrap();
+            assert_eq!(std::fs::read(&path).unwrap(), b"y");
+        }
     }
 }

@@ -222,9 +222,22 @@ impl Model {
             model: &raw,
         };
         let text = serde_json::to_string(&envelope).map_err(encode)?;
-        crate::atomic_file::write(path, &[text.as_bytes(), b"\n"]).map_err(io("write", path))
+        crate::atomic_file::write_owned(
+            path,
+            &[text.as_bytes(), b"\n"],
+            MODEL_FILE_MODE,
+            crate::atomic_file::group_id(MODEL_FILE_GROUP),
+        )
+        .map_err(io("write", path))
     }
 }
+
+/// A model file's mode: the daemon reads it through the `placed` group; nobody else needs
+/// to read what the training data made of this host.
+pub const MODEL_FILE_MODE: u32 = 0o640;
+
+/// The group model files are given where the host has it (the package creates it).
+pub const MODEL_FILE_GROUP: &str = "placed";
 
 /// The command that trains a model for `vcpus` vCPUs on this host and installs it where the
 /// daemon looks (`dir`, its `daemon.model_dir`). The no-model error, `placectl status` and

@@ -186,6 +186,23 @@ fn collect_writes_a_whole_data_file_and_leaves_no_cgroup() {
         stderr.contains("[2/2]") && stderr.contains("left"),
         "progress is shown"
     );
+    // Counters where the PMU allows; without one, said once for the whole collection and
+    // every record's map left empty.
+    if placed_host::observe::probe_pmu().is_err() {
+        assert_eq!(
+            stderr
+                .matches("no hardware performance counters on this host")
+                .count(),
+            1,
+            "{stderr}"
+        );
+        assert!(records.iter().all(|r| r.counters.is_empty()), "{records:?}");
+    } else {
+        assert!(
+            records.iter().all(|r| r.counters.contains_key("ipc")),
+            "{records:?}"
+        );
+    }
 
     // Run again: nothing left to do, nothing measured twice.
     let again = run(command(

@@ -98,6 +98,15 @@ impl MetricSlot {
         let source = self.ensure(handle, rec).await?;
         let dir = cgroup_of(rec).under(shared.host.cgroups().root());
         let cpus = rec.assigned.as_ref().map(|a| a.cpus.clone());
+        // Perf counters are opened for this measurement only, and only on the PUs the
+        // container was given: a few descriptors per vCPU instead of some per usable PU.
+        let usable = &shared.machine.pus.usable;
+        let count_on = cpus
+            .as_ref()
+            .map(|c| c.intersection(usable))
+            .filter(|c| !c.is_empty())
+            .unwrap_or_else(|| usable.clone());
+        source.count_on(&count_on);
         let probe = shared
             .host
             .kernel()

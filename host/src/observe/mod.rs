@@ -48,7 +48,9 @@ pub use self::noise::{Incarnation, Noise, NoiseError, NoiseProbe, ProcProbe, Tar
 pub use self::pattern::{
     LineMetric, LinePattern, Lines, Mode, PatternError, PatternInput, PatternSource, Stream,
 };
-pub use self::perf::{PerfError, PerfMetric, PerfSource, probe_pmu};
+pub use self::perf::{
+    BudgetExhausted, FdBudget, Perf, PerfError, PerfEvent, PerfMetric, PerfSource, probe_pmu,
+};
 pub use self::prometheus::{PrometheusConfig, PrometheusError, PrometheusSource};
 pub use self::protocol::{Measurement, ObserveError, Protocol, WindowRecord, block_on, measure};
 pub use self::pushed::{PushedError, PushedSource, Reporter};

@@ -391,6 +391,28 @@ pub async fn measure<S: MetricSource, P: NoiseProbe>(
     protocol: &Protocol,
 ) -> Result<Measurement, ObserveError> {
     protocol.validate()?;
+    source
+        .begin()
+        .map_err(|source| ObserveError::Source { window: 0, source })?;
+    let session = Session(source);
+    measure_begun(&mut *session.0, probe, protocol).await
+}
+
+/// Ends a source's measurement when dropped: on return, on error, and when the caller
+/// drops the measurement's future (a cancelled task), so counters are never left open.
+struct Session<'a, S: MetricSource>(&'a mut S);
+
+impl<S: MetricSource> Drop for Session<'_, S> {
+    fn drop(&mut self) {
+        self.0.end();
+    }
+}
+
+async fn measure_begun<S: MetricSource, P: NoiseProbe>(
+    source: &mut S,
+    probe: &P,
+    protocol: &Protocol,
+) -> Result<Measurement, ObserveError> {
     let incarnation = probe.incarnation().await?;
     let warmup_end = Instant::now() + protocol.warmup;
     sleep_until(warmup_end).await;

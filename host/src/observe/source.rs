@@ -83,6 +83,17 @@ pub trait MetricSource: Send {
     /// last poll (`false`). A pulled gauge is polled several times per window.
     fn is_pulled(&self) -> bool;
 
+    /// Takes what the source holds only while a measurement runs (perf counters and their
+    /// descriptors); [`super::measure`] calls it before the warm-up. Most sources hold
+    /// nothing of the kind.
+    fn begin(&mut self) -> Result<(), SourceError> {
+        Ok(())
+    }
+
+    /// Gives back what [`MetricSource::begin`] took; [`super::measure`] calls it however
+    /// the measurement ends, cancelled included.
+    fn end(&mut self) {}
+
     /// Readings since the previous poll, oldest first. A pulled source returns exactly one.
     /// Every implementation bounds its own waiting (timeouts), so this never hangs.
     fn poll(&mut self) -> impl Future<Output = Result<Vec<Reading>, SourceError>> + Send;

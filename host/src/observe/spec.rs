@@ -15,7 +15,7 @@ use super::command::{CommandConfig, CommandError, CommandSource, Commands};
 use super::pattern::{
     LineMetric, LinePattern, Mode, PatternConfig, PatternError, PatternInput, PatternSource,
 };
-use super::perf::{PerfError, PerfMetric, PerfSource};
+use super::perf::{Perf, PerfError, PerfMetric, PerfSource};
 use super::prometheus::text::{ParseError, Selector};
 use super::prometheus::{PrometheusConfig, PrometheusError, PrometheusSource};
 use super::pushed::{self, PushedSource, Reporter};
@@ -232,8 +232,9 @@ impl SourceSpec {
                 } else {
                     PerfMetric::InstructionsPerSecond
                 };
+                // No counter is opened here: they are open only while a measurement runs.
                 (
-                    AnySource::Perf(PerfSource::open(cgroup_dir, cpus, metric)?),
+                    AnySource::Perf(PerfSource::new(Perf::host(), cgroup_dir, cpus, metric)?),
                     None,
                 )
             }
@@ -312,6 +313,14 @@ pub enum AnySource {
 }
 
 impl AnySource {
+    /// Counts on `cpus` from the next measurement on, for a source that counts per PU
+    /// (perf); the others ignore it.
+    pub fn count_on(&mut self, cpus: &CpuSet) {
+        if let Self::Perf(s) = self {
+            s.count_on(cpus);
+        }
+    }
+
     /// Whether the source stopped for good and must be built again to measure anything
     /// (a pattern program that exited). The others recover by themselves or not at all.
     pub fn ended(&self) -> bool {
@@ -350,6 +359,26 @@ impl MetricSource for AnySource {
             Self::Command(s) => s.is_pulled(),
             Self::Perf(s) => s.is_pulled(),
             Self::Pattern(s) => s.is_pulled(),
+        }
+    }
+
+    fn begin(&mut self) -> Result<(), SourceError> {
+        match self {
+            Self::Pushed(s) => s.begin(),
+            Self::Prometheus(s) => s.begin(),
+            Self::Command(s) => s.begin(),
+            Self::Perf(s) => s.begin(),
+            Self::Pattern(s) => s.begin(),
+        }
+    }
+
+    fn end(&mut self) {
+        match self {
+            Self::Pushed(s) => s.end(),
+            Self::Prometheus(s) => s.end(),
+            Self::Command(s) => s.end(),
+            Self::Perf(s) => s.end(),
+            Self::Pattern(s) => s.end(),
         }
     }
 

@@ -193,3 +193,18 @@ fn a_model_accepted_below_the_gate_says_so_after_a_round_trip() {
     let text = std::fs::read_to_string(&plain).expect("readable");
     assert!(!text.contains("below_gate"), "{text}");
 }
+
+#[test]
+fn a_saved_model_is_readable_by_owner_and_group_only() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.json");
+    // An older, world-readable file is replaced by one with the model mode.
+    std::fs::write(&path, "old").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    model().save(&path).unwrap();
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    // Neither others nor group writers: at most rw-r-----.
+    assert_eq!(mode & !0o640, 0, "{mode:o}");
+    assert_eq!(mode & 0o600, 0o600, "{mode:o}");
+}

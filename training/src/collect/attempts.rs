@@ -4,6 +4,7 @@
 //! wide the measurement is recorded as unusable rather than learned from
 //! (docs/training.md, "Measurements that are not good enough").
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -11,6 +12,7 @@ use placed_core::placement::Placement;
 use placed_core::text::error_line;
 use placed_host::observe::{Measurement as Observed, ProcProbe, Target};
 
+use super::counters::{self, RunCounters};
 use super::{CollectError, Job, Options, Parent, Scratch};
 use crate::interrupt;
 use crate::workloads::Launch;
@@ -23,8 +25,9 @@ pub const DEFAULT_MAX_INTERVAL: f64 = 0.10;
 /// What the attempts of one measurement came to.
 #[derive(Debug)]
 pub enum Outcome {
-    /// A measurement within the bound.
-    Measured(Observed),
+    /// A measurement within the bound, with the run's hardware counters (empty where the
+    /// PMU does not allow them).
+    Measured(Observed, BTreeMap<String, f64>),
     /// Every attempt that measured was wider than the bound: recorded, as not a number.
     Unusable { reason: String },
     /// Every attempt failed (refused, workload failed): nothing to record; the last reason.
@@ -54,6 +57,7 @@ pub fn measure(
     parent: &mut Parent,
     scratch_root: &Path,
     tag: usize,
+    counters: &mut RunCounters,
 ) -> Result<Outcome, CollectError> {
     let tries = options.retries + 1;
     let mut last_error = String::new();
@@ -65,11 +69,11 @@ pub fn measure(
             });
         }
         let scratch = scratch_root.join(format!("m{tag}-{attempt}"));
-        match measure_once(job, placement, options, attempt, parent, &scratch)? {
-            Ok(m) => {
+        match measure_once(job, placement, options, attempt, parent, &scratch, counters)? {
+            Ok((m, counted)) => {
                 let width = relative_interval(&m);
                 if width <= options.max_interval {
-                    return Ok(Outcome::Measured(m));
+                    return Ok(Outcome::Measured(m, counted));
                 }
                 let next = if attempt + 1 < tries {
                     "; measuring again with longer windows"
@@ -128,6 +132,9 @@ fn fit_record(reason: String) -> String {
     cut
 }
 
+/// A measurement and the run's counters.
+type Counted = (Observed, BTreeMap<String, f64>);
+
 /// One attempt: cgroup, launch, measure, stop, remove. The outer error is fatal (cgroups,
 /// signals), the inner one a failed attempt worth retrying.
 fn measure_once(
@@ -137,13 +144,15 @@ fn measure_once(
     attempt: u32,
     parent: &mut Parent,
     scratch: &Path,
-) -> Result<Result<Observed, String>, CollectError> {
+    counters: &mut RunCounters,
+) -> Result<Result<Counted, String>, CollectError> {
     let cgroup = parent.run(&placement.cpus, &placement.mems)?;
     let scratch = Scratch::create(scratch)?;
+    let extra = cgroup.extra_dirs();
     let launch = Launch {
         threads: options.vcpus,
         cgroup_dir: cgroup.dir(),
-        extra_cgroup_dirs: &[],
+        extra_cgroup_dirs: &extra,
         scratch: &scratch.0,
         exe: &options.exe,
     };
@@ -151,6 +160,9 @@ fn measure_once(
         Ok(r) => r,
         Err(e) => return Ok(Err(e.to_string())),
     };
+    // Open from the start to the end of the measurement: the run's counters, warm-up
+    // included, summed over its PUs.
+    let mut open = counters.open(cgroup.perf_dir(), &placement.cpus);
     let probe = ProcProbe::new(
         Target::Cgroup(cgroup.dir().to_owned()),
         Some(placement.cpus.clone()),
@@ -167,6 +179,8 @@ fn measure_once(
             () = interrupt::wait() => None,
         }
     });
+    let counted = open.as_mut().map(counters::record).unwrap_or_default();
+    drop(open);
     if let Err(e) = running.stop() {
         tracing::warn!(error = %e, "stopping the workload failed; its cgroup is emptied anyway");
     }
@@ -180,7 +194,7 @@ fn measure_once(
         Ok(Some(Ok(m))) if !(m.estimate.value.is_finite() && m.estimate.value > 0.0) => Ok(Err(
             format!("the workload made no progress (rate {})", m.estimate.value),
         )),
-        Ok(Some(Ok(m))) => Ok(Ok(m)),
+        Ok(Some(Ok(m))) => Ok(Ok((m, counted))),
     }
 }
 

@@ -39,6 +39,10 @@ pub struct Parent {
     cgroups: Cgroups,
     path: CgroupPath,
     next: usize,
+    /// The parent in the hierarchy perf counters attach to (the v2 tree of a hybrid host,
+    /// or v1 `perf_event`), when that is not the cpuset hierarchy; `None` when it is, or
+    /// when it cannot be made (runs are then counted on the cpuset directory, or not).
+    perf: Option<PathBuf>,
 }
 
 impl Parent {
@@ -62,10 +66,12 @@ impl Parent {
                 cgroup: path.to_string(),
                 source: Box::new(source),
             })?;
+        let perf = perf_parent(&cgroups, &path);
         Ok(Self {
             cgroups,
             path,
             next: 0,
+            perf,
         })
     }
 
@@ -83,10 +89,18 @@ impl Parent {
                 cgroup: path.to_string(),
                 source: Box::new(source),
             })?;
+        let perf = self.perf.as_ref().and_then(|parent| {
+            let dir = parent.join(&name);
+            std::fs::create_dir(&dir)
+                .map_err(|e| tracing::warn!(dir = %dir.display(), error = %e, "no perf cgroup for this run"))
+                .ok()
+                .map(|()| dir)
+        });
         Ok(RunCgroup {
             dir: path.under(self.cgroups.root()),
             cgroups: self.cgroups.clone(),
             path,
+            perf,
         })
     }
 
@@ -98,6 +112,68 @@ impl Parent {
 impl Drop for Parent {
     fn drop(&mut self) {
         remove_tree(&self.cgroups, &self.path);
+        if let Some(dir) = &self.perf {
+            remove_perf_dir(dir);
+        }
+    }
+}
+
+/// Where the perf counters of `parent`'s runs attach, made if it is not the cpuset
+/// directory itself.
+fn perf_parent(cgroups: &Cgroups, parent: &CgroupPath) -> Option<PathBuf> {
+    let kernel = placed_host::kernel::Kernel::host().ok()?;
+    let dir = kernel.controllers().perf_dir(parent)?;
+    if dir == parent.under(cgroups.root()) {
+        return None;
+    }
+    if let Some(root) = dir.parent() {
+        remove_stale_perf(root);
+    }
+    match std::fs::create_dir(&dir) {
+        Ok(()) => Some(dir),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Some(dir),
+        Err(e) => {
+            tracing::warn!(dir = %dir.display(), error = %e, "no perf cgroup: runs are not counted");
+            None
+        }
+    }
+}
+
+/// Removes the perf cgroup directories of collectors that died (SIGKILL); their processes
+/// were killed with their cpuset cgroups ([`remove_stale`]).
+fn remove_stale_perf(root: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(PREFIX)) else {
+            continue;
+        };
+        let Ok(pid) = pid.parse::<u32>() else {
+            continue;
+        };
+        if pid == std::process::id() || std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        let dir = entry.path();
+        for run in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            if run.file_type().is_ok_and(|t| t.is_dir()) {
+                remove_perf_dir(&run.path());
+            }
+        }
+        remove_perf_dir(&dir);
+    }
+}
+
+/// Removes a perf cgroup directory made for a run or the parent; its processes were
+/// killed with the cpuset cgroup's.
+fn remove_perf_dir(dir: &std::path::Path) {
+    match std::fs::remove_dir(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            tracing::warn!(dir = %dir.display(), error = %e, "cannot remove perf cgroup");
+        }
+        _ => {}
     }
 }
 
@@ -107,6 +183,8 @@ pub struct RunCgroup {
     cgroups: Cgroups,
     path: CgroupPath,
     dir: PathBuf,
+    /// Its own directory in the perf hierarchy, where that is another one.
+    perf: Option<PathBuf>,
 }
 
 impl RunCgroup {
@@ -114,11 +192,24 @@ impl RunCgroup {
     pub fn dir(&self) -> &std::path::Path {
         &self.dir
     }
+
+    /// The directory its perf counters attach to.
+    pub fn perf_dir(&self) -> &std::path::Path {
+        self.perf.as_deref().unwrap_or(&self.dir)
+    }
+
+    /// Other directories the run's processes must join too (the perf one).
+    pub fn extra_dirs(&self) -> Vec<PathBuf> {
+        self.perf.iter().cloned().collect()
+    }
 }
 
 impl Drop for RunCgroup {
     fn drop(&mut self) {
         remove_tree(&self.cgroups, &self.path);
+        if let Some(dir) = &self.perf {
+            remove_perf_dir(dir);
+        }
     }
 }
 

@@ -8,6 +8,7 @@
 
 mod attempts;
 pub mod cgroups;
+mod counters;
 pub mod data_file;
 mod job;
 mod plan;
@@ -20,7 +21,7 @@ use std::time::{Duration, Instant};
 use placed_core::cpuset::{CpuSet, NodeSet};
 use placed_core::machine::{Machine, MachineError, TopologySource};
 use placed_core::placement::{Placement, PlacementError, PlacementSet, important_placements};
-use placed_host::observe::{Measurement as Observed, ObserveError, Protocol};
+use placed_host::observe::{Measurement as Observed, ObserveError, Perf, Protocol};
 use placed_models::Provenance;
 use placed_models::data::{
     DATA_FORMAT_VERSION, MachineHeader, Measurement, PlacementInfo, RunRecord,
@@ -263,6 +264,7 @@ pub fn collect(jobs: &[Box<dyn Job>], options: &Options) -> Result<Summary, Coll
     let mut progress = progress::Progress::new(steps.len(), already_done, guess);
     let scratch_root = std::env::temp_dir().join(parent.path().name());
     let _scratch_guard = Scratch::create(&scratch_root)?;
+    let mut counters = counters::RunCounters::new(Perf::host());
     for (step, again) in pending.todo {
         let job = &jobs[step.workload];
         let placement = &set.placements[step.placement];
@@ -289,8 +291,9 @@ pub fn collect(jobs: &[Box<dyn Job>], options: &Options) -> Result<Summary, Coll
             &mut parent,
             &scratch_root,
             progress.done(),
+            &mut counters,
         )?;
-        let usable = matches!(outcome, Outcome::Measured(_));
+        let usable = matches!(outcome, Outcome::Measured(..));
         keep(
             &mut data,
             &mut summary,
@@ -389,8 +392,9 @@ fn keep(
 ) -> Result<(), CollectError> {
     let what = || format!("{} run {} in {}", job.name(), run, placement.id);
     match outcome {
-        Outcome::Measured(m) => {
-            let record = record(&summary.header, job, run, placement, &m, summary.provenance);
+        Outcome::Measured(m, counters) => {
+            let mut record = record(&summary.header, job, run, placement, &m, summary.provenance);
+            record.counters = counters;
             eprintln!(
                 "placed-train:   {:.4e} {} +/- {:.1}% over {} windows ({:.1} s)",
                 record.performance.value,

@@ -1,26 +1,38 @@
 //! Hardware performance counters on the container's cgroup: instructions per second, or
 //! instructions per cycle.
 //!
-//! Cgroup events are per CPU (the kernel refuses `cpu = -1` with a cgroup), so one counter
-//! per event is opened on each PU the container may run on, and readings sum them, each
-//! scaled by `time_enabled / time_running` to undo multiplexing.
+//! Cgroup events are per CPU (the kernel refuses `cpu = -1` with a cgroup), so the events
+//! are opened as one group on each PU the container may run on ([`counters`]), and readings
+//! sum them, each scaled by `time_enabled / time_running` to undo multiplexing. The
+//! counters are open only while the container is measured ([`MetricSource::begin`] to
+//! [`MetricSource::end`]), under a descriptor budget shared by every container
+//! ([`budget`]): `events × PUs` descriptors each, refused with
+//! [`PerfError::Budget`] past it.
 //!
 //! Many VMs have no PMU: opening a hardware event fails with ENOENT (this project's CI VM),
-//! ENODEV or EOPNOTSUPP. [`PerfSource::open`] then returns [`PerfError::NoPmu`] and the
-//! daemon must offer another source. It never returns zeros as data: a window in which no
-//! counter was ever scheduled is an error, not a rate of zero.
+//! ENODEV or EOPNOTSUPP. Opening then returns [`PerfError::NoPmu`] and the daemon must
+//! offer another source. It never returns zeros as data: a window in which no counter was
+//! ever scheduled is an error, not a rate of zero.
 //!
 //! Task-clock and context switches, the software context worth recording next to these
 //! counters, are recorded for every source by the noise probe from procfs (`noise`), which
 //! works with and without a PMU, so they are not duplicated here.
 
-use std::fs::File;
+pub mod budget;
+pub mod counters;
+pub mod fake;
+pub mod pmu;
+
 use std::io;
 use std::path::{Path, PathBuf};
 
-use perf_event::events::{Event, Hardware, Software};
-use perf_event::{Builder, Counter};
+use perf_event::Builder;
+use perf_event::events::Hardware;
 use tokio::time::Instant;
+
+pub use self::budget::{BudgetExhausted, FdBudget};
+pub use self::counters::{CgroupCounters, Perf};
+pub use self::pmu::{CounterGroup, GroupCounts, KernelPmu, PerfEvent, Pmu};
 
 use super::source::{Kind, MetricSource, Reading, SourceError};
 use placed_core::cpuset::CpuSet;
@@ -100,6 +112,9 @@ pub enum PerfError {
         /// The cgroup.
         cgroup: PathBuf,
     },
+    /// Opening the counters would pass the descriptor budget.
+    #[error(transparent)]
+    Budget(BudgetExhausted),
     /// None of the counters ran since the last reading (all multiplexed out): there is no
     /// data, and zero would be a lie.
     #[error(
@@ -111,57 +126,6 @@ pub enum PerfError {
         /// The cgroup.
         cgroup: PathBuf,
     },
-}
-
-/// One event counted on each PU.
-struct PerCpu {
-    event: &'static str,
-    counters: Vec<(u32, Counter)>,
-}
-
-impl PerCpu {
-    fn open(
-        event: &'static str,
-        kind: Event,
-        cgroup: &File,
-        path: &Path,
-        cpus: &CpuSet,
-    ) -> Result<Self, PerfError> {
-        let mut counters = Vec::with_capacity(cpus.len());
-        for cpu in cpus.iter() {
-            let mut counter = Builder::new()
-                .kind(kind.clone())
-                .observe_cgroup(cgroup)
-                .one_cpu(cpu as usize)
-                .build()
-                .map_err(|source| classify(event, cpu, path, source))?;
-            counter
-                .enable()
-                .map_err(|source| classify(event, cpu, path, source))?;
-            counters.push((cpu, counter));
-        }
-        Ok(Self { event, counters })
-    }
-
-    /// The sum of the scaled counts, and whether any counter ran at all.
-    fn read(&mut self) -> Result<(f64, bool), PerfError> {
-        let mut total = 0.0;
-        let mut ran = false;
-        for (cpu, counter) in &mut self.counters {
-            let ct = counter
-                .read_count_and_time()
-                .map_err(|source| PerfError::Read {
-                    event: self.event,
-                    cpu: *cpu,
-                    source,
-                })?;
-            if ct.time_running > 0 {
-                ran = true;
-                total += ct.count as f64 * ct.time_enabled as f64 / ct.time_running as f64;
-            }
-        }
-        Ok((total, ran))
-    }
 }
 
 /// Maps perf_event_open's errno to what the operator should do about it.
@@ -193,12 +157,14 @@ pub fn probe_pmu() -> Result<(), PerfError> {
     }
 }
 
-/// A [`MetricSource`] over hardware counters of one cgroup.
+/// A [`MetricSource`] over hardware counters of one cgroup. Holds no counter until
+/// [`MetricSource::begin`] (or the first poll) and none after [`MetricSource::end`].
 pub struct PerfSource {
+    perf: Perf,
     cgroup: PathBuf,
+    cpus: CpuSet,
     metric: PerfMetric,
-    instructions: PerCpu,
-    cycles: Option<PerCpu>,
+    open: Option<CgroupCounters>,
 }
 
 impl std::fmt::Debug for PerfSource {
@@ -206,68 +172,76 @@ impl std::fmt::Debug for PerfSource {
         f.debug_struct("PerfSource")
             .field("cgroup", &self.cgroup)
             .field("metric", &self.metric)
+            .field("open", &self.open.is_some())
             .finish_non_exhaustive()
     }
 }
 
 impl PerfSource {
-    /// Opens the counters of `cgroup` (a cgroup v2 directory, or one on the v1 perf_event
-    /// hierarchy) on each PU of `cpus`.
-    ///
-    /// Returns [`PerfError::NoPmu`] only when a software event opens where the hardware
-    /// event did not, so that a wrong cgroup or a permission problem is not mistaken for a
-    /// missing PMU.
-    pub fn open(cgroup: &Path, cpus: &CpuSet, metric: PerfMetric) -> Result<Self, PerfError> {
+    /// A source for `cgroup` (a cgroup v2 directory, or one on the v1 perf_event hierarchy)
+    /// on each PU of `cpus`, whose counters `perf` opens when a measurement begins. Checks
+    /// now what can be checked without holding counters: PUs to count on, and a cgroup
+    /// directory that opens.
+    pub fn new(
+        perf: Perf,
+        cgroup: &Path,
+        cpus: &CpuSet,
+        metric: PerfMetric,
+    ) -> Result<Self, PerfError> {
         if cpus.is_empty() {
             return Err(PerfError::NoCpus {
                 cgroup: cgroup.to_owned(),
             });
         }
-        let dir = File::open(cgroup).map_err(|source| PerfError::Cgroup {
+        std::fs::File::open(cgroup).map_err(|source| PerfError::Cgroup {
             cgroup: cgroup.to_owned(),
             source,
         })?;
-        let opened = PerCpu::open(
-            "instructions",
-            Hardware::INSTRUCTIONS.into(),
-            &dir,
-            cgroup,
-            cpus,
-        )
-        .and_then(|instructions| {
-            let cycles = match metric {
-                PerfMetric::Ipc => Some(PerCpu::open(
-                    "cycles",
-                    Hardware::CPU_CYCLES.into(),
-                    &dir,
-                    cgroup,
-                    cpus,
-                )?),
-                PerfMetric::InstructionsPerSecond => None,
-            };
-            Ok((instructions, cycles))
-        });
-        match opened {
-            Ok((instructions, cycles)) => Ok(Self {
-                cgroup: cgroup.to_owned(),
-                metric,
-                instructions,
-                cycles,
-            }),
-            Err(no_pmu @ PerfError::NoPmu { .. }) => {
-                // Confirm with a software event on the same cgroup and PUs: if that fails
-                // too, the problem is not the PMU, and its error says what it is.
-                PerCpu::open(
-                    "task-clock",
-                    Software::TASK_CLOCK.into(),
-                    &dir,
-                    cgroup,
-                    cpus,
-                )?;
-                Err(no_pmu)
-            }
-            Err(other) => Err(other),
+        Ok(Self {
+            perf,
+            cgroup: cgroup.to_owned(),
+            cpus: cpus.clone(),
+            metric,
+            open: None,
+        })
+    }
+
+    /// [`PerfSource::new`] on the kernel's counters, opened at once: an error says now
+    /// whether they can be opened at all ([`PerfError::NoPmu`] where the host has none).
+    pub fn open(cgroup: &Path, cpus: &CpuSet, metric: PerfMetric) -> Result<Self, PerfError> {
+        let mut source = Self::new(Perf::host(), cgroup, cpus, metric)?;
+        source.start()?;
+        Ok(source)
+    }
+
+    /// Counts on `cpus` from the next measurement on (the container's own PUs, where it
+    /// has been given some: fewer descriptors than every usable PU).
+    pub fn count_on(&mut self, cpus: &CpuSet) {
+        if !cpus.is_empty() && *cpus != self.cpus {
+            self.cpus = cpus.clone();
+            self.open = None;
         }
+    }
+
+    /// The events the metric needs, read together as one group per PU.
+    fn events(&self) -> &'static [PerfEvent] {
+        match self.metric {
+            PerfMetric::InstructionsPerSecond => &[PerfEvent::Instructions],
+            PerfMetric::Ipc => &[PerfEvent::Instructions, PerfEvent::Cycles],
+        }
+    }
+
+    /// Whether counters are open now.
+    pub fn is_open(&self) -> bool {
+        self.open.is_some()
+    }
+
+    fn start(&mut self) -> Result<&mut CgroupCounters, PerfError> {
+        let counters = match self.open.take() {
+            Some(open) => open,
+            None => self.perf.open(&self.cgroup, &self.cpus, self.events())?,
+        };
+        Ok(self.open.insert(counters))
     }
 }
 
@@ -291,28 +265,33 @@ impl MetricSource for PerfSource {
         true
     }
 
+    fn begin(&mut self) -> Result<(), SourceError> {
+        self.start()?;
+        Ok(())
+    }
+
+    fn end(&mut self) {
+        self.open = None;
+    }
+
     async fn poll(&mut self) -> Result<Vec<Reading>, SourceError> {
-        // Reading a counter is one read(2) on a perf fd, microseconds: no need to leave the
+        // Reading a group is one read(2) per PU, microseconds each: no need to leave the
         // async thread for it.
-        let never = |event| PerfError::NeverScheduled {
-            event,
-            cgroup: self.cgroup.clone(),
-        };
-        let (instructions, ran) = self.instructions.read()?;
-        if !ran {
-            return Err(never(self.instructions.event).into());
-        }
-        let now = Instant::now();
-        match &mut self.cycles {
-            None => Ok(vec![Reading::new(now, instructions)]),
-            Some(cycles) => {
-                let (c, ran) = cycles.read()?;
-                if !ran {
-                    return Err(never(cycles.event).into());
-                }
-                Ok(vec![Reading::ratio(now, instructions, c)])
+        let cgroup = self.cgroup.clone();
+        let metric = self.metric;
+        let counters = self.start()?;
+        let Some(totals) = counters.read()? else {
+            return Err(PerfError::NeverScheduled {
+                event: counters.events()[0].name(),
+                cgroup,
             }
-        }
+            .into());
+        };
+        let now = Instant::now();
+        Ok(match metric {
+            PerfMetric::InstructionsPerSecond => vec![Reading::new(now, totals[0])],
+            PerfMetric::Ipc => vec![Reading::ratio(now, totals[0], totals[1])],
+        })
     }
 }
 
@@ -335,6 +314,47 @@ mod tests {
                 false
             }
         }
+    }
+
+    /// The kernel's group opener, with software events (there without a PMU): one group
+    /// per PU on a real cgroup, read in one read(2) per PU, counting a busy loop in it.
+    #[test]
+    fn kernel_groups_of_software_events_count_a_cgroup() {
+        let Some(cg) = TestCgroup::create("perf-group") else {
+            eprintln!("skipped, because no writable cgroup v2 mount was found");
+            return;
+        };
+        let _busy = cg.spawn_busy_loop();
+        let pmu = std::sync::Arc::new(KernelPmu);
+        let budget = FdBudget::new(64);
+        let perf = Perf::new(pmu, budget.clone());
+        let cpus = cg.online_cpus();
+        let events = [PerfEvent::TaskClock, PerfEvent::TaskClock];
+        let mut counters = match perf.open(cg.path(), &cpus, &events) {
+            Ok(c) => c,
+            Err(e @ PerfError::Permission { .. }) => {
+                eprintln!("skipped: {e}");
+                return;
+            }
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(budget.open(), 2 * cpus.len());
+        assert_eq!(counters.descriptors(), 2 * cpus.len());
+        let mut last = 0.0;
+        for _ in 0..3 {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            let totals = counters.read().unwrap().expect("a busy loop is scheduled");
+            assert_eq!(totals.len(), 2);
+            // Both members of the group count the same thing over the same time.
+            assert!(
+                (totals[0] - totals[1]).abs() <= totals[0] * 0.01,
+                "{totals:?}"
+            );
+            assert!(totals[0] > last, "task clock advances: {totals:?}");
+            last = totals[0];
+        }
+        drop(counters);
+        assert_eq!(budget.open(), 0);
     }
 
     #[tokio::test]
@@ -382,3 +402,6 @@ mod tests {
         assert!(matches!(err, Err(PerfError::NoCpus { .. })), "{err:?}");
     }
 }
+
+#[cfg(test)]
+mod budget_tests;
