@@ -111,6 +111,21 @@ pub struct Predicted {
     pub placement: String,
     pub relative: f64,
     pub spread: f64,
+    /// Lower end of the model's calibrated interval of `relative`; `None` for a measured
+    /// placement or a model without calibration.
+    pub low: Option<f64>,
+}
+
+/// What the model policy holds against its goal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GoalBound {
+    /// The point prediction (the thesis's rule).
+    #[default]
+    Point,
+    /// The lower end of the calibrated interval where the cell has one (else the point
+    /// prediction): a cell the model is unsure of must be sure enough to meet the goal.
+    LowerBound,
 }
 
 /// Where a policy puts a container.
@@ -134,6 +149,8 @@ pub struct Situation<'a> {
     /// Units the container may use: the free ones plus its own.
     pub available: &'a [usize],
     pub predictions: Option<&'a [Predicted]>,
+    /// What the model policy compares with its goal.
+    pub goal_bound: GoalBound,
 }
 
 /// The target a policy chooses, or `None` for [`Policy::Observe`].
@@ -272,14 +289,27 @@ impl Decision<'_, '_> {
         Err(self.no_room(format!("{min_units} units (smart-aggressive)")))
     }
 
+    /// The value of `id` the model policy holds against its goal.
+    fn goal_value_of(&self, id: &str) -> Option<f64> {
+        let p = self.s.predictions?.iter().find(|p| p.placement == id)?;
+        Some(match self.s.goal_bound {
+            GoalBound::Point => p.relative,
+            GoalBound::LowerBound => p.low.unwrap_or(p.relative),
+        })
+    }
+
     fn model(&self, goal: f64) -> Result<Target, PolicyError> {
         let preds = self.s.predictions.ok_or(PolicyError::NoPrediction)?;
+        let what = match self.s.goal_bound {
+            GoalBound::Point => "predicted",
+            GoalBound::LowerBound => "predicted (lower bound of the interval)",
+        };
         let mut candidates: Vec<(&Placement, f64)> = self
             .s
             .placements
             .placements
             .iter()
-            .filter_map(|p| self.predicted_of(&p.id).map(|r| (p, r)))
+            .filter_map(|p| self.goal_value_of(&p.id).map(|r| (p, r)))
             .collect();
         if candidates.is_empty() || preds.is_empty() {
             return Err(PolicyError::NoPrediction);
@@ -293,7 +323,7 @@ impl Decision<'_, '_> {
         });
         for (p, r) in candidates.iter().filter(|(_, r)| *r >= goal) {
             let reason = format!(
-                "model: fewest units ({}) predicted at {r:.2} x baseline, goal {goal}",
+                "model: fewest units ({}) {what} at {r:.2} x baseline, goal {goal}",
                 p.units.len()
             );
             if let Some(t) = self.place(p, reason)? {
@@ -303,9 +333,8 @@ impl Decision<'_, '_> {
         // Nothing meets the goal where there is room: the best prediction that fits.
         candidates.sort_by(|a, b| b.1.total_cmp(&a.1));
         for (p, r) in &candidates {
-            let reason = format!(
-                "model: no free placement keeps {goal} x baseline; best predicted is {r:.2}"
-            );
+            let reason =
+                format!("model: no free placement keeps {goal} x baseline; best {what} is {r:.2}");
             if let Some(t) = self.place(p, reason)? {
                 return Ok(t);
             }
@@ -457,6 +486,8 @@ mod tests {
                     _ => 1.0,
                 },
                 spread: 0.01,
+                // The four-node placements' calibrated intervals reach down to 0.85.
+                low: (p.units.len() == 4).then_some(0.85),
             })
             .collect();
         let all: Vec<usize> = (0..8).collect();
@@ -465,6 +496,7 @@ mod tests {
             placements: &set,
             available: &all,
             predictions: Some(&predictions),
+            goal_bound: GoalBound::Point,
         };
         let t = decide(&Policy::Model { goal: 0.9 }, &s).unwrap().unwrap();
         assert_eq!(t.units.len(), 4);
@@ -479,6 +511,21 @@ mod tests {
         let t = decide(&Policy::Model { goal: 0.9 }, &s2).unwrap().unwrap();
         assert_eq!(t.units, vec![0, 1]);
         assert!(t.reason.contains("no free placement keeps"), "{}", t.reason);
+        // On the lower bound the four-node placements may miss 0.9: eight nodes it is.
+        let sure = Situation {
+            goal_bound: GoalBound::LowerBound,
+            ..s2
+        };
+        let s3 = Situation {
+            available: &all,
+            ..sure
+        };
+        let t = decide(&Policy::Model { goal: 0.9 }, &s3).unwrap().unwrap();
+        assert_eq!(t.units.len(), 8);
+        assert!(t.reason.contains("lower bound"), "{}", t.reason);
+        // A goal the lower bound meets still takes four.
+        let t = decide(&Policy::Model { goal: 0.8 }, &s3).unwrap().unwrap();
+        assert_eq!(t.units.len(), 4);
     }
 
     #[test]
@@ -490,6 +537,7 @@ mod tests {
             placements: &set,
             available: &all,
             predictions: None,
+            goal_bound: GoalBound::Point,
         };
         assert_eq!(decide(&Policy::Observe, &s).unwrap(), None);
         let t = decide(&Policy::Conservative, &s).unwrap().unwrap();
@@ -532,6 +580,7 @@ mod tests {
             placements: &set,
             available: &all,
             predictions: None,
+            goal_bound: GoalBound::Point,
         };
         let t = decide(&Policy::Aggressive, &s).unwrap().unwrap();
         assert!(t.units.is_empty(), "aggressive reserves nothing");

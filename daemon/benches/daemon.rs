@@ -218,6 +218,7 @@ fn seeded_state(machine: &Machine, ids: &[(String, String)], placement: &str) ->
                         relative: 1.0,
                         spread: 0.0,
                         measured: true,
+                        interval: None,
                     }],
                     warnings: vec!["seeded by the benchmark: simulated".into()],
                     unix_ms: 0,

@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use placed_core::policy::GoalBound;
 use placed_core::reconcile::OnOverride;
 use placed_host::migrate::ModeKind;
 use serde::{Deserialize, Serialize};
@@ -122,6 +123,9 @@ pub struct PolicyConfig {
     pub default: String,
     /// The model policy's goal: keep at least this fraction of baseline performance.
     pub goal: f64,
+    /// What the model policy holds against the goal: `point` (the prediction) or
+    /// `lower-bound` (the lower end of the model's calibrated interval, where it has one).
+    pub goal_bound: GoalBound,
     /// A move must pay for itself within this time: predicted gain x horizon > migration time.
     #[serde(with = "humantime_serde")]
     pub horizon: Duration,
@@ -255,6 +259,7 @@ impl Default for PolicyConfig {
         Self {
             default: "observe".into(),
             goal: 0.9,
+            goal_bound: GoalBound::Point,
             horizon: Duration::from_secs(600),
             drift: 0.15,
             // Three watch measurements (three minutes at the default watch interval): one or
@@ -651,6 +656,20 @@ mod tests {
         assert_eq!(c.grpc.socket, Path::new("/tmp/p.sock"));
         assert_eq!(c.policy.horizon, Duration::from_secs(300));
         assert_eq!(c.observe.window, Duration::from_millis(500));
+    }
+
+    #[test]
+    fn the_goal_bound_defaults_to_the_point_prediction_and_takes_the_lower_bound() {
+        assert_eq!(Config::default().policy.goal_bound, GoalBound::Point);
+        let c = Config::parse(
+            Path::new("p.toml"),
+            "[policy]\ngoal_bound = \"lower-bound\"",
+        )
+        .unwrap();
+        assert_eq!(c.policy.goal_bound, GoalBound::LowerBound);
+        let refused = Config::parse(Path::new("p.toml"), "[policy]\ngoal_bound = \"upper\"")
+            .expect_err("not a bound");
+        assert!(refused.to_string().contains("p.toml"), "{refused}");
     }
 
     #[test]

@@ -10,6 +10,7 @@ use crate::categories::{Categories, CategoryError, CategoryParams};
 use crate::cv::{Fold, leave_one_family_out, out_of_fold};
 use crate::data::{Dataset, Provenance};
 use crate::features::{Feature, counter_features, performance_features};
+use crate::interval::{Calibration, HeldOut, IntervalParams};
 use crate::model::{MachineClass, ProbeCandidate};
 use crate::probe::{forest_out_of_fold, select_probe};
 use crate::table::{PerformanceTable, RowInfo};
@@ -48,6 +49,11 @@ pub struct Evaluation {
     pub probe_candidates: Vec<ProbeCandidate>,
     /// The forest with the chosen probe.
     pub forest: Predicted,
+    /// rows x placements: the spread across the forest's trees of each held-out prediction.
+    pub forest_spread: Array2<f64>,
+    /// Intervals calibrated on the forest's held-out predictions, with their coverage
+    /// measured one family at a time.
+    pub calibration: Calibration,
     /// The mean of the category the baseline and probe observations fit.
     pub category_mean: Predicted,
     /// The iterative method (algorithm 4) predicting its category's mean.
@@ -77,7 +83,7 @@ pub(crate) fn evaluate_table(
     let measured = [baseline, probe];
     // What a prediction shows for the two measured placements is the measurement itself,
     // as in Model::predict; they are not scored either way.
-    let mut forest_values = selection.predicted;
+    let mut forest_values = selection.predicted.mean;
     for p in measured {
         forest_values
             .column_mut(p)
@@ -91,10 +97,18 @@ pub(crate) fn evaluate_table(
         None
     } else {
         let features = counter_features(table.counter_names());
-        Some(predicted(forest_out_of_fold(
-            table, &folds, &features, probe, &cv_forest,
-        )?))
+        Some(predicted(
+            forest_out_of_fold(table, &folds, &features, probe, &cv_forest)?.mean,
+        ))
     };
+    let calibration = HeldOut {
+        predicted: forest_values.view(),
+        spread: selection.predicted.spread.view(),
+        actual: table.relative(),
+        measured: &measured,
+        rows: table.rows(),
+    }
+    .calibrate(options.intervals);
     let categorised = category_out_of_fold(table, &folds, probe, &options.categories)?;
     let header = data.header();
     Ok(Evaluation {
@@ -111,11 +125,28 @@ pub(crate) fn evaluate_table(
         features,
         probe_candidates: selection.candidates,
         forest: predicted(forest_values),
+        forest_spread: selection.predicted.spread,
+        calibration,
         category_mean: predicted(categorised.two_observations),
         iterative: predicted(categorised.iterative),
         iterative_measurements: categorised.measurements,
         counter_baseline,
     })
+}
+
+impl Evaluation {
+    /// The forest's held-out predictions calibrated again with other interval parameters
+    /// (another level or score), without refitting anything.
+    pub fn calibrate(&self, params: IntervalParams) -> Calibration {
+        HeldOut {
+            predicted: self.forest.values.view(),
+            spread: self.forest_spread.view(),
+            actual: self.actual.view(),
+            measured: &[self.baseline, self.probe],
+            rows: &self.rows,
+        }
+        .calibrate(params)
+    }
 }
 
 /// The order the iterative method measures placements in: the probe first (the forest's

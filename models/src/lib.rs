@@ -11,6 +11,7 @@
 //! - [`cv`]: leave-one-family-out folds.
 //! - [`accuracy`]: absolute percentage errors, mean and worst.
 //! - [`gate`]: the accuracy gate a model must pass to move containers.
+//! - [`interval`]: prediction intervals calibrated on the held-out folds (conformal).
 //! - [`categories`]: k-means categories, the iterative method (algorithm 4), novelty.
 //! - [`evaluation`]: probe selection and the cross-validated comparison of the forest, the
 //!   category mean and the counter baseline.
@@ -46,6 +47,7 @@ pub mod evaluation;
 pub mod features;
 pub mod forest;
 pub mod gate;
+pub mod interval;
 pub mod json_error;
 pub mod model;
 pub mod model_file;

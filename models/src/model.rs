@@ -14,6 +14,7 @@ use crate::data::{PlacementInfo, Provenance};
 use crate::features::{Feature, Observation, ObservationError, feature_vector};
 use crate::forest::{Forest, ForestError, ForestValidParams, OutOfBag};
 use crate::gate::GateFailure;
+use crate::interval::{CALIBRATION_VERSION, Calibration, Interval};
 
 /// What a model is for: a machine class and a container size.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -85,6 +86,11 @@ pub(crate) struct ModelBody {
     /// not written) for a model that passed, so older files read and keep their ids.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) below_gate: Option<GateFailure>,
+    /// Prediction intervals calibrated in cross-validation. Absent in files written before
+    /// intervals (they load, and predict without intervals, keeping their ids); a layout
+    /// other than [`CALIBRATION_VERSION`] is set aside on load the same way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) calibration: Option<Calibration>,
 }
 
 /// A trained model. Invariant (checked on load): the forest maps `features` to one output
@@ -121,6 +127,9 @@ pub struct PlacementPrediction {
     pub spread: f64,
     /// Whether this value was measured (baseline and probe) rather than predicted.
     pub measured: bool,
+    /// The calibrated interval of a predicted value; `None` for a measured one, or from a
+    /// model without calibration.
+    pub interval: Option<Interval>,
 }
 
 /// The observations fit no category: no training workload behaved like this container, so
@@ -153,7 +162,7 @@ pub struct Prediction {
 impl Model {
     /// Checks a body (from a file or just trained) and wraps it; `id` derives from its
     /// serialised bytes.
-    pub(crate) fn from_body(body: ModelBody, id: String) -> Result<Self, String> {
+    pub(crate) fn from_body(mut body: ModelBody, id: String) -> Result<Self, String> {
         // Names come from training data, which bounds them; a file past that bound was not
         // written by placed-train, and its names would make messages of any length.
         let counters = body.features.iter().filter_map(|f| match f {
@@ -194,6 +203,20 @@ impl Model {
             .check(body.features.len(), body.placements.len())
             .map_err(|e| e.to_string())?;
         body.categories.check(body.placements.len())?;
+        if let Some(c) = &body.calibration {
+            if c.version == CALIBRATION_VERSION {
+                c.check(body.placements.len())?;
+            } else {
+                // The id covers the bytes as read, so setting it aside changes nothing
+                // the daemon compares.
+                tracing::warn!(
+                    version = c.version,
+                    supported = CALIBRATION_VERSION,
+                    "the model's interval calibration has a layout this build does not read: predicting without intervals"
+                );
+                body.calibration = None;
+            }
+        }
         Ok(Self {
             body,
             baseline,
@@ -271,6 +294,11 @@ impl Model {
         Self::from_trained(self.body)
     }
 
+    /// Its interval calibration, `None` for a model trained before intervals.
+    pub fn calibration(&self) -> Option<&Calibration> {
+        self.body.calibration.as_ref()
+    }
+
     /// Its performance categories.
     pub fn categories(&self) -> &Categories {
         &self.body.categories
@@ -304,11 +332,20 @@ impl Model {
                 } else {
                     (forest.mean[i], forest.spread[i], false)
                 };
+                let interval = if measured {
+                    None
+                } else {
+                    self.body
+                        .calibration
+                        .as_ref()
+                        .and_then(|c| c.interval(i, relative, spread))
+                };
                 PlacementPrediction {
                     id: p.id.clone(),
                     relative,
                     spread,
                     measured,
+                    interval,
                 }
             })
             .collect();

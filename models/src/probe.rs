@@ -3,7 +3,7 @@
 //! the forest (thesis §2.4.2, "selected during the model training").
 
 use linfa::prelude::*;
-use ndarray::Array2;
+use ndarray::{Array2, Axis, concatenate, s};
 
 use crate::accuracy::Accuracy;
 use crate::cv::{Fold, out_of_fold};
@@ -12,16 +12,23 @@ use crate::forest::{ForestError, ForestParams};
 use crate::model::ProbeCandidate;
 use crate::table::PerformanceTable;
 
-/// Out-of-fold forest predictions with `features` observed in the baseline and `probe`.
+/// Out-of-fold forest predictions with `features` observed in the baseline and `probe`:
+/// the trees' mean and their spread (which calibrates the intervals), rows x placements.
+pub(crate) struct OutOfFold {
+    pub(crate) mean: Array2<f64>,
+    pub(crate) spread: Array2<f64>,
+}
+
 pub(crate) fn forest_out_of_fold(
     table: &PerformanceTable,
     folds: &[Fold],
     features: &[Feature],
     probe: usize,
     params: &ForestParams,
-) -> Result<Array2<f64>, ForestError> {
+) -> Result<OutOfFold, ForestError> {
     let n_outputs = table.placements().len();
-    out_of_fold(folds, table.rows().len(), n_outputs, |train, test| {
+    // Mean and spread side by side in one matrix, so each fold's forest is fitted once.
+    let both = out_of_fold(folds, table.rows().len(), 2 * n_outputs, |train, test| {
         let x = table
             .features(features, probe, train)
             .map_err(inconsistent)?;
@@ -29,7 +36,14 @@ pub(crate) fn forest_out_of_fold(
         let x_test = table
             .features(features, probe, test)
             .map_err(inconsistent)?;
-        Ok(forest.predict(&x_test))
+        let (mean, spread) = forest.predict_rows_with_spread(x_test.view())?;
+        concatenate(Axis(1), &[mean.view(), spread.view()]).map_err(|e| ForestError::Inconsistent {
+            reason: e.to_string(),
+        })
+    })?;
+    Ok(OutOfFold {
+        mean: both.slice(s![.., ..n_outputs]).to_owned(),
+        spread: both.slice(s![.., n_outputs..]).to_owned(),
     })
 }
 
@@ -45,7 +59,7 @@ fn inconsistent(e: crate::features::ObservationError) -> ForestError {
 pub(crate) struct ProbeSelection {
     pub(crate) candidates: Vec<ProbeCandidate>,
     pub(crate) best: usize,
-    pub(crate) predicted: Array2<f64>,
+    pub(crate) predicted: OutOfFold,
 }
 
 /// Tries every placement but the baseline as the probe; the lowest mean error wins, ties
@@ -58,10 +72,11 @@ pub(crate) fn select_probe(
 ) -> Result<ProbeSelection, ForestError> {
     let baseline = table.baseline();
     let mut candidates = Vec::new();
-    let mut best: Option<(usize, f64, Array2<f64>)> = None;
+    let mut best: Option<(usize, f64, OutOfFold)> = None;
     for probe in (0..table.placements().len()).filter(|&p| p != baseline) {
         let predicted = forest_out_of_fold(table, folds, features, probe, params)?;
-        let error = Accuracy::new(predicted.view(), table.relative(), &[baseline, probe]).overall();
+        let error =
+            Accuracy::new(predicted.mean.view(), table.relative(), &[baseline, probe]).overall();
         let id = &table.placements()[probe].id;
         tracing::info!(probe = %id, mean = error.mean, worst = error.worst, "probe candidate");
         candidates.push(ProbeCandidate {

@@ -10,6 +10,7 @@ use crate::data::Dataset;
 use crate::evaluation::{Evaluation, evaluate_table};
 use crate::features::{Feature, performance_features};
 use crate::forest::{ForestError, ForestParams};
+use crate::interval::IntervalParams;
 use crate::model::{CvAccuracy, Model, ModelBody, TrainingSummary};
 use crate::table::PerformanceTable;
 
@@ -27,6 +28,8 @@ pub struct TrainOptions {
     pub categories: CategoryParams,
     /// Feed counters (present in every record) to the forest beside the probe ratio.
     pub counters_as_inputs: bool,
+    /// How the prediction intervals are calibrated.
+    pub intervals: IntervalParams,
 }
 
 impl Default for TrainOptions {
@@ -37,6 +40,7 @@ impl Default for TrainOptions {
             cv_trees: None,
             categories: CategoryParams::default(),
             counters_as_inputs: true,
+            intervals: IntervalParams::default(),
         }
     }
 }
@@ -217,6 +221,7 @@ pub fn fit(data: &Dataset, options: &TrainOptions) -> Result<(Model, Evaluation)
         categories,
         forest,
         below_gate: None,
+        calibration: Some(evaluation.calibration.clone()),
     };
     let model = Model::from_trained(body).map_err(|reason| TrainError::Inconsistent { reason })?;
     Ok((model, evaluation))

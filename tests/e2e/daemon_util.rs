@@ -492,6 +492,7 @@ pub fn watched_under_model(
                 relative: 1.0,
                 spread: 0.0,
                 measured: true,
+                interval: None,
             }],
             warnings: Vec::new(),
             unix_ms: 0,

@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use placed_models::accuracy::{Accuracy, ErrorSummary};
+use placed_models::interval::{Calibration, CellCoverage, Score};
 use placed_models::model::ProbeCandidate;
 use placed_models::{Dataset, Evaluation, Model, Provenance};
 
@@ -153,6 +154,7 @@ pub fn evaluation_tables(e: &Evaluation) -> String {
             let _ = writeln!(out, "{}", cols.line(id, width, |a| a.placement(p)));
         }
     }
+    out.push_str(&coverage_table(&e.calibration, &e.placements, width));
     let width = e
         .rows
         .iter()
@@ -170,6 +172,46 @@ pub fn evaluation_tables(e: &Evaluation) -> String {
         let _ = writeln!(out, "{}", cols.line(&label, width, |a| a.row(r)));
     }
     out
+}
+
+/// How often the forest's calibrated intervals covered held-out families' actual values,
+/// per placement and overall.
+fn coverage_table(c: &Calibration, placements: &[String], width: usize) -> String {
+    let level = c.level * 100.0;
+    let mut out = format!(
+        "\nprediction intervals (nominal {level:.0}%, {} score; coverage of each family's cells by intervals calibrated on the other families):\n{:<width$}  {:>8} {:>6} {:>10}\n",
+        score_name(c.score),
+        "placement",
+        "coverage",
+        "cells",
+        "+-mean %"
+    );
+    let line = |label: &str, cov: &CellCoverage| {
+        let fraction = cov
+            .fraction()
+            .map_or_else(|| "n/a".to_owned(), |f| format!("{:.1}%", f * 100.0));
+        format!(
+            "{label:<width$}  {fraction:>8} {:>6} {:>10.2}\n",
+            cov.cells, cov.mean_half_width
+        )
+    };
+    for (id, cov) in placements.iter().zip(&c.coverage.placements) {
+        match cov {
+            Some(cov) => out.push_str(&line(id, cov)),
+            None => {
+                let _ = writeln!(out, "{id:<width$}  (measured)");
+            }
+        }
+    }
+    out.push_str(&line("all", &c.coverage.overall));
+    out
+}
+
+fn score_name(score: Score) -> &'static str {
+    match score {
+        Score::Relative => "relative-error",
+        Score::Spread => "tree-spread",
+    }
 }
 
 /// What `fit` reports about the model it wrote.
@@ -222,6 +264,23 @@ pub fn model_summary(model: &Model) -> String {
             a.counter_baseline
                 .map_or_else(String::new, |c| format!(", counter baseline {}", pair(c)))
         );
+    }
+    match model.calibration() {
+        Some(c) => {
+            let _ = writeln!(
+                out,
+                "prediction intervals: nominal {:.0}% ({} score), cross-validated coverage {}",
+                c.level * 100.0,
+                score_name(c.score),
+                c.coverage
+                    .overall
+                    .fraction()
+                    .map_or_else(|| "n/a".to_owned(), |f| format!("{:.1}%", f * 100.0))
+            );
+        }
+        None => {
+            let _ = writeln!(out, "prediction intervals: none (no calibration)");
+        }
     }
     if let Some(failure) = model.below_gate() {
         let _ = writeln!(

@@ -70,6 +70,10 @@ fn simulate_fit_evaluate_and_every_output_says_simulated() {
     let summary = stdout(&fit);
     assert!(summary.contains("SIMULATED DATA"));
     assert!(summary.contains("probe candidates") && summary.contains("<- chosen"));
+    assert!(
+        summary.contains("prediction intervals: nominal 90%"),
+        "{summary}"
+    );
     let model = Model::load(&dir.path().join("model.json")).expect("a model file");
     assert_eq!(model.provenance(), Provenance::Simulated);
     assert_eq!(model.machine().v, 8);
@@ -90,6 +94,10 @@ fn simulate_fit_evaluate_and_every_output_says_simulated() {
     let text = stdout(&eval);
     assert!(text.contains("SIMULATED DATA"));
     assert!(text.contains("per workload") && text.contains("per placement"));
+    assert!(
+        text.contains("prediction intervals (nominal 90%") && text.contains("coverage"),
+        "{text}"
+    );
     let plots: Vec<_> = std::fs::read_dir(dir.path().join("plots"))
         .expect("plots written")
         .filter_map(Result::ok)

@@ -183,6 +183,7 @@ impl Daemon {
             placements: &set,
             available: &available,
             predictions: predicted.as_deref(),
+            goal_bound: self.shared.config().policy.goal_bound,
         };
         let target = policy::decide(&policy, &situation)
             .map_err(DaemonError::policy)?

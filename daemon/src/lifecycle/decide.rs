@@ -51,6 +51,7 @@ pub(crate) fn predicted_list(p: &PredictionRecord) -> Vec<Predicted> {
             placement: x.placement.clone(),
             relative: x.relative,
             spread: x.spread,
+            low: x.interval.map(|i| i.low),
         })
         .collect()
 }
@@ -95,6 +96,7 @@ impl Handle {
             placements: set,
             available: &available,
             predictions: predicted.as_deref(),
+            goal_bound: self.shared.config().policy.goal_bound,
         };
         policy::decide(policy, &situation).map_err(DaemonError::policy)
     }

@@ -6,19 +6,21 @@
 use std::time::Duration;
 
 /// The prediction's interval for the container's current placement, in the metric's unit:
-/// the baseline observation's interval times the predicted ratio give or take two standard
-/// deviations across trees, and never narrower than `tolerance` (`policy.drift`) either side
-/// of the point prediction, so a confident model does not chase a few percent.
+/// the baseline observation's interval times the predicted ratio's range (the model's
+/// calibrated interval, or two standard deviations across trees from a model without one,
+/// [`crate::state::PredictedRecord::relative_range`]), and never narrower than `tolerance`
+/// (`policy.drift`) either side of the point prediction, so a confident model does not
+/// chase a few percent.
 pub(crate) fn predicted_interval(
     baseline: (f64, f64, f64),
     relative: f64,
-    spread: f64,
+    range: (f64, f64),
     tolerance: f64,
 ) -> (f64, f64) {
     let (lo, value, hi) = baseline;
     let center = value * relative;
-    let low = (lo * (relative - 2.0 * spread)).min(center * (1.0 - tolerance));
-    let high = (hi * (relative + 2.0 * spread)).max(center * (1.0 + tolerance));
+    let low = (lo * range.0).min(center * (1.0 - tolerance));
+    let high = (hi * range.1).max(center * (1.0 + tolerance));
     (low, high)
 }
 
@@ -84,7 +86,7 @@ mod tests {
     fn the_issue_s_noisy_measurement_overlaps_its_prediction() {
         // Baseline 100 [60, 140] (a noisy workload), predicted ratio 1.0 with spread 0.1:
         // one measurement 64% higher but with interval [120, 210] is no evidence of drift.
-        let predicted = predicted_interval((60.0, 100.0, 140.0), 1.0, 0.1, 0.15);
+        let predicted = predicted_interval((60.0, 100.0, 140.0), 1.0, (0.8, 1.2), 0.15);
         assert!(overlap((120.0, 210.0), predicted), "{predicted:?}");
         // A steady one far off is.
         assert!(!overlap((180.0, 190.0), predicted), "{predicted:?}");
@@ -92,11 +94,36 @@ mod tests {
 
     #[test]
     fn a_confident_prediction_is_still_given_the_tolerance() {
-        let (lo, hi) = predicted_interval((100.0, 100.0, 100.0), 1.5, 0.0, 0.15);
+        let (lo, hi) = predicted_interval((100.0, 100.0, 100.0), 1.5, (1.5, 1.5), 0.15);
         assert!(
             (lo - 127.5).abs() < 1e-9 && (hi - 172.5).abs() < 1e-9,
             "{lo} {hi}"
         );
+    }
+
+    #[test]
+    fn a_calibrated_interval_wider_than_two_spreads_is_the_one_used() {
+        use crate::state::PredictedRecord;
+        use placed_models::interval::Interval;
+        let mut cell = PredictedRecord {
+            placement: "p1".into(),
+            relative: 1.0,
+            spread: 0.01,
+            measured: false,
+            interval: None,
+        };
+        // Uncalibrated: two spreads, 0.98-1.02, widened to the 15% tolerance.
+        let old = predicted_interval((100.0, 100.0, 100.0), 1.0, cell.relative_range(), 0.15);
+        assert!(!overlap((130.0, 135.0), old), "{old:?}");
+        // The model's calibrated interval says the trees were overconfident here.
+        cell.interval = Some(Interval {
+            low: 0.7,
+            high: 1.4,
+            level: 0.9,
+        });
+        let new = predicted_interval((100.0, 100.0, 100.0), 1.0, cell.relative_range(), 0.15);
+        assert!(overlap((130.0, 135.0), new), "{new:?}");
+        assert!((new.0 - 70.0).abs() < 1e-9 && (new.1 - 140.0).abs() < 1e-9);
     }
 
     #[test]

@@ -425,6 +425,7 @@ fn prediction_record(
                 relative: p.relative,
                 spread: p.spread,
                 measured: p.measured,
+                interval: p.interval,
             })
             .collect(),
         warnings,

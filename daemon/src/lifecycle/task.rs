@@ -202,9 +202,10 @@ async fn watch(
     let Some(placement) = rec.assigned.as_ref().and_then(|a| a.placement.clone()) else {
         return Ok(Next::Idle);
     };
-    let Some((relative, spread)) = prediction.predicted(&placement) else {
+    let Some(cell) = prediction.predicted(&placement) else {
         return Ok(Next::Sleep(interval));
     };
+    let (relative, range) = (cell.relative, cell.relative_range());
     let guard = handle.begin("watching").await?;
     if !handle.unchanged_since(generation) {
         return Ok(Next::Again);
@@ -226,7 +227,7 @@ async fn watch(
     }
     let config = handle.shared.config();
     let policy = &config.policy;
-    let predicted = drift::predicted_interval(baseline, relative, spread, policy.drift);
+    let predicted = drift::predicted_interval(baseline, relative, range, policy.drift);
     let observed = (m.estimate.lo, m.estimate.hi);
     let rule = drift::Rule {
         windows: policy.drift_windows,

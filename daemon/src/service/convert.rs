@@ -156,6 +156,9 @@ pub fn prediction(container: &str, p: &PredictionRecord) -> pb::PredictResponse 
                 placement_id: x.placement.clone(),
                 relative: x.relative,
                 spread: x.spread,
+                interval_low: x.interval.map_or(0.0, |i| i.low),
+                interval_high: x.interval.map_or(0.0, |i| i.high),
+                interval_level: x.interval.map_or(0.0, |i| i.level),
             })
             .collect(),
         warnings: p.warnings.clone(),

@@ -104,6 +104,25 @@ pub struct PredictedRecord {
     pub spread: f64,
     /// Measured (baseline, probe) rather than predicted.
     pub measured: bool,
+    /// The model's calibrated interval of a predicted value. Absent for measured values,
+    /// from models without calibration, and in state files from before intervals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<placed_models::interval::Interval>,
+}
+
+impl PredictedRecord {
+    /// The range of relative performance the prediction stands for: the model's
+    /// calibrated interval where it has one, else two standard deviations across trees
+    /// (uncalibrated; what models trained before intervals offer).
+    pub fn relative_range(&self) -> (f64, f64) {
+        match self.interval {
+            Some(i) => (i.low, i.high),
+            None => (
+                self.relative - 2.0 * self.spread,
+                self.relative + 2.0 * self.spread,
+            ),
+        }
+    }
 }
 
 /// A container's last prediction and what it came from.
@@ -135,12 +154,9 @@ impl PredictionRecord {
             .map(|p| p.relative)
     }
 
-    /// The predicted ratio to the baseline in `placement` and its spread.
-    pub fn predicted(&self, placement: &str) -> Option<(f64, f64)> {
-        self.placements
-            .iter()
-            .find(|p| p.placement == placement)
-            .map(|p| (p.relative, p.spread))
+    /// The prediction for `placement`.
+    pub fn predicted(&self, placement: &str) -> Option<&PredictedRecord> {
+        self.placements.iter().find(|p| p.placement == placement)
     }
 
     /// The baseline observation as (low, value, high).

@@ -60,6 +60,7 @@ fn watched(name: &str, p: &Placement) -> ContainerRecord {
                 relative: 1.0,
                 spread: 0.0,
                 measured: true,
+                interval: None,
             }],
             warnings: Vec::new(),
             unix_ms: 0,

@@ -293,6 +293,21 @@ impl Forest {
         Ok(SpreadPrediction { mean, spread })
     }
 
+    /// Mean and spread across trees for every row of `x`, as two rows x outputs matrices.
+    pub fn predict_rows_with_spread(
+        &self,
+        x: ArrayView2<'_, f64>,
+    ) -> Result<(Array2<f64>, Array2<f64>), ForestError> {
+        let mut mean = Array2::zeros((x.nrows(), self.n_outputs));
+        let mut spread = Array2::zeros((x.nrows(), self.n_outputs));
+        for (r, row) in x.axis_iter(Axis(0)).enumerate() {
+            let p = self.predict_with_spread(row)?;
+            mean.row_mut(r).assign(&p.mean);
+            spread.row_mut(r).assign(&p.spread);
+        }
+        Ok((mean, spread))
+    }
+
     /// Checks a forest read from a file: shapes agree and every tree is walkable.
     pub(crate) fn check(&self, n_features: usize, n_outputs: usize) -> Result<(), ForestError> {
         let inconsistent = |reason: String| Err(ForestError::Inconsistent { reason });

@@ -208,3 +208,92 @@ fn a_saved_model_is_readable_by_owner_and_group_only() {
     assert_eq!(mode & !0o640, 0, "{mode:o}");
     assert_eq!(mode & 0o600, 0o600, "{mode:o}");
 }
+
+/// Writes `body` as a model file with a checksum that matches it.
+fn write_body(path: &Path, body: &ModelBody) -> String {
+    let raw = RawValue::from_string(serde_json::to_string(body).expect("encodes")).expect("json");
+    let envelope = Envelope {
+        format: MODEL_FORMAT.into(),
+        version: MODEL_VERSION,
+        sha256: sha256_hex(raw.get().as_bytes()),
+        model: &raw,
+    };
+    std::fs::write(path, serde_json::to_string(&envelope).expect("encodes")).expect("writable");
+    id_of(raw.get().as_bytes())
+}
+
+fn observations() -> (Observation, Observation) {
+    let with_ipc = |value: f64| Observation {
+        value,
+        counters: [("ipc".to_owned(), 1.1)].into(),
+        ..Observation::default()
+    };
+    (with_ipc(100.0), with_ipc(150.0))
+}
+
+#[test]
+fn predicted_cells_carry_the_stored_calibrated_interval() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (model, path) = saved(dir.path());
+    let back = Model::load(&path).expect("loads");
+    let calibration = back.calibration().expect("a fitted model is calibrated");
+    assert_eq!(Some(calibration), model.calibration());
+    assert_eq!(calibration.level, crate::interval::DEFAULT_LEVEL);
+    let (b, p) = observations();
+    let prediction = back.predict(&b, &p).expect("ok");
+    for cell in &prediction.placements {
+        match cell.interval {
+            None => assert!(cell.measured, "{cell:?}"),
+            Some(i) => {
+                assert!(!cell.measured);
+                assert!(
+                    i.low <= cell.relative && cell.relative <= i.high,
+                    "{cell:?}"
+                );
+                assert!(i.high > i.low, "{cell:?}");
+            }
+        }
+    }
+    assert!(prediction.placements.iter().any(|c| c.interval.is_some()));
+}
+
+#[test]
+fn a_model_file_from_before_intervals_loads_with_its_id_and_predicts_without_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut body = model().body;
+    body.calibration = None;
+    let path = dir.path().join("old.json");
+    let id = write_body(&path, &body);
+    let text = std::fs::read_to_string(&path).expect("readable");
+    assert!(!text.contains("calibration"), "nothing written for it");
+    let old = Model::load(&path).expect("an old file loads");
+    assert_eq!(old.id(), id);
+    assert!(old.calibration().is_none());
+    let (b, p) = observations();
+    let prediction = old.predict(&b, &p).expect("ok");
+    assert!(prediction.placements.iter().all(|c| c.interval.is_none()));
+}
+
+#[test]
+fn a_calibration_of_another_layout_is_set_aside_not_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut body = model().body;
+    if let Some(c) = body.calibration.as_mut() {
+        c.version = crate::interval::CALIBRATION_VERSION + 1;
+    }
+    let path = dir.path().join("future.json");
+    let id = write_body(&path, &body);
+    let loaded = Model::load(&path).expect("loads");
+    assert_eq!(loaded.id(), id);
+    assert!(loaded.calibration().is_none());
+    // A current-layout calibration for other placements is damage, though.
+    let mut body = model().body;
+    if let Some(c) = body.calibration.as_mut() {
+        c.placements.pop();
+    }
+    write_body(&path, &body);
+    assert!(matches!(
+        Model::load(&path),
+        Err(ModelFileError::Inconsistent { .. })
+    ));
+}

@@ -332,7 +332,16 @@ pub fn render_prediction(p: &pb::PredictResponse, current: Option<&str>) -> Stri
         .fold(0.0_f64, f64::max)
         .max(1e-9);
     const WIDTH: usize = 30;
-    let mut t = Table::new(["PLACEMENT", "PERF", "+-", "", ""])
+    let level = p
+        .placements
+        .iter()
+        .map(|x| x.interval_level)
+        .find(|l| *l > 0.0);
+    let range_header = level.map_or_else(
+        || "RANGE".to_owned(),
+        |l| format!("{:.0}% INTERVAL", l * 100.0),
+    );
+    let mut t = Table::new(["PLACEMENT", "PERF", "+-", range_header.as_str(), "", ""])
         .right(1)
         .right(2);
     for x in &p.placements {
@@ -355,6 +364,11 @@ pub fn render_prediction(p: &pb::PredictResponse, current: Option<&str>) -> Stri
             x.placement_id.clone(),
             format!("x{:.2}", x.relative),
             format!("{:.2}", x.spread),
+            if x.interval_level > 0.0 {
+                format!("x{:.2}-x{:.2}", x.interval_low, x.interval_high)
+            } else {
+                String::new()
+            },
             format!("{}{}", "#".repeat(filled), ".".repeat(WIDTH - filled)),
             marks.join(", "),
         ]);
@@ -381,6 +395,9 @@ pub fn prediction_json(p: &pb::PredictResponse) -> Value {
         })).collect::<Vec<_>>(),
         "placements": p.placements.iter().map(|x| json!({
             "placement": x.placement_id, "relative": x.relative, "spread": x.spread,
+            "interval": (x.interval_level > 0.0).then(|| json!({
+                "low": x.interval_low, "high": x.interval_high, "level": x.interval_level,
+            })),
         })).collect::<Vec<_>>(),
         "warnings": p.warnings,
     })
@@ -599,6 +616,38 @@ mod tests {
         assert_eq!(j["cpuset_override"]["found_mems"], "0-1");
         let plain = container_json(&pb::Container::default());
         assert!(plain["cpuset_override"].is_null(), "{plain}");
+    }
+
+    #[test]
+    fn a_prediction_shows_its_calibrated_intervals_and_none_for_measured_cells() {
+        let p = pb::PredictResponse {
+            container: "web".into(),
+            baseline_id: "a".into(),
+            probe_id: "b".into(),
+            placements: vec![
+                pb::PredictedPlacement {
+                    placement_id: "a".into(),
+                    relative: 1.0,
+                    ..Default::default()
+                },
+                pb::PredictedPlacement {
+                    placement_id: "c".into(),
+                    relative: 1.2,
+                    spread: 0.02,
+                    interval_low: 1.05,
+                    interval_high: 1.31,
+                    interval_level: 0.9,
+                },
+            ],
+            ..Default::default()
+        };
+        let text = render_prediction(&p, None);
+        assert!(text.contains("90% INTERVAL"), "{text}");
+        assert!(text.contains("x1.05-x1.31"), "{text}");
+        let j = prediction_json(&p);
+        assert!(j["placements"][0]["interval"].is_null(), "{j}");
+        assert_eq!(j["placements"][1]["interval"]["high"], 1.31);
+        assert_eq!(j["placements"][1]["interval"]["level"], 0.9);
     }
 
     #[test]

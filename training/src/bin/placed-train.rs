@@ -17,6 +17,7 @@ use placed_core::placement::important_placements;
 use placed_host::observe::Protocol;
 use placed_models::categories::CategoryParams;
 use placed_models::forest::ForestParams;
+use placed_models::interval::IntervalParams;
 use placed_models::{Dataset, TrainOptions, evaluate, fit};
 use placed_training::collect::{self, Summary, human};
 use placed_training::pipeline;
@@ -322,6 +323,9 @@ struct TrainFlags {
     /// Do not feed counters to the forest even when the data has them.
     #[arg(long)]
     no_counters: bool,
+    /// Nominal coverage of the prediction intervals, calibrated on the held-out families.
+    #[arg(long, default_value_t = placed_models::interval::DEFAULT_LEVEL)]
+    interval_level: f64,
     /// The accuracy gate: largest mean cross-validated error (percent) of a model that
     /// `fit`/`train` install (see docs/training.md, "The accuracy gate").
     #[arg(long, default_value_t = placed_models::gate::DEFAULT_MAX_MEAN_ERROR)]
@@ -333,8 +337,12 @@ struct TrainFlags {
 }
 
 impl TrainFlags {
-    fn options(&self) -> TrainOptions {
-        TrainOptions {
+    fn options(&self) -> anyhow::Result<TrainOptions> {
+        anyhow::ensure!(
+            self.interval_level > 0.0 && self.interval_level < 1.0,
+            "--interval-level must be a fraction between 0 and 1 (0.9 for 90% intervals)"
+        );
+        Ok(TrainOptions {
             baseline: self.baseline.clone(),
             forest: ForestParams::new().n_trees(self.trees).seed(self.seed),
             cv_trees: self.cv_trees,
@@ -343,7 +351,11 @@ impl TrainFlags {
                 ..CategoryParams::default()
             },
             counters_as_inputs: !self.no_counters,
-        }
+            intervals: IntervalParams {
+                level: self.interval_level,
+                ..IntervalParams::default()
+            },
+        })
     }
 
     fn acceptance(&self) -> anyhow::Result<pipeline::Acceptance> {
@@ -506,7 +518,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let jobs = collect.jobs()?;
             let acceptance = train.acceptance()?;
             let trained =
-                pipeline::train(&jobs, &options, &train.options(), &acceptance, &model_dir)
+                pipeline::train(&jobs, &options, &train.options()?, &acceptance, &model_dir)
                     .inspect_err(print_refused)?;
             print_collection(&trained.collection, &options.out);
             print!("{}", trained.left_out);
@@ -522,7 +534,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let dataset = Dataset::load(&data)?;
             print!("{}", report::left_out(&dataset));
             let acceptance = train.acceptance()?;
-            let (model, _) = fit(&dataset, &train.options()).context("fitting the model")?;
+            let (model, _) = fit(&dataset, &train.options()?).context("fitting the model")?;
             let model = acceptance.judge(model).inspect_err(print_refused)?;
             model.save(&out)?;
             print!("{}", report::model_summary(&model));
@@ -531,7 +543,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Cli::Evaluate { data, plots, train } => {
             let dataset = Dataset::load(&data)?;
             print!("{}", report::left_out(&dataset));
-            let evaluation = evaluate(&dataset, &train.options()).context("evaluating")?;
+            let evaluation = evaluate(&dataset, &train.options()?).context("evaluating")?;
             print!("{}", report::evaluation_tables(&evaluation));
             if let Some(dir) = plots {
                 let written = plot::write_plots(&evaluation, &dir)?;

@@ -546,14 +546,20 @@ class Observation(_message.Message):
     def __init__(self, placement_id: _Optional[str] = ..., value: _Optional[float] = ..., low: _Optional[float] = ..., high: _Optional[float] = ..., unit: _Optional[str] = ..., windows: _Optional[int] = ..., dropped_windows: _Optional[int] = ...) -> None: ...
 
 class PredictedPlacement(_message.Message):
-    __slots__ = ("placement_id", "relative", "spread")
+    __slots__ = ("placement_id", "relative", "spread", "interval_low", "interval_high", "interval_level")
     PLACEMENT_ID_FIELD_NUMBER: _ClassVar[int]
     RELATIVE_FIELD_NUMBER: _ClassVar[int]
     SPREAD_FIELD_NUMBER: _ClassVar[int]
+    INTERVAL_LOW_FIELD_NUMBER: _ClassVar[int]
+    INTERVAL_HIGH_FIELD_NUMBER: _ClassVar[int]
+    INTERVAL_LEVEL_FIELD_NUMBER: _ClassVar[int]
     placement_id: str
     relative: float
     spread: float
-    def __init__(self, placement_id: _Optional[str] = ..., relative: _Optional[float] = ..., spread: _Optional[float] = ...) -> None: ...
+    interval_low: float
+    interval_high: float
+    interval_level: float
+    def __init__(self, placement_id: _Optional[str] = ..., relative: _Optional[float] = ..., spread: _Optional[float] = ..., interval_low: _Optional[float] = ..., interval_high: _Optional[float] = ..., interval_level: _Optional[float] = ...) -> None: ...
 
 class PredictResponse(_message.Message):
     __slots__ = ("container", "model_id", "provenance", "baseline_id", "probe_id", "observations", "placements", "warnings", "vcpus")
