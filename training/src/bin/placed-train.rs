@@ -563,7 +563,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let machine = Machine::load(&topology.source(), machine_file.as_deref())?;
             let set = important_placements(&machine, dataset.header().v as usize)?;
             let goals: Vec<f64> = goals.iter().map(|g| g / 100.0).collect();
-            let replay = policies::replay(&dataset, &machine, &set, &goals, &train.options())
+            let replay = policies::replay(&dataset, &machine, &set, &goals, &train.options()?)
                 .context("replaying the policies")?;
             if json {
                 print!("{}", policies::json_lines(&replay));

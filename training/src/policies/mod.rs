@@ -390,6 +390,8 @@ fn cells_for(
                 placement: id.clone(),
                 relative,
                 spread: 0.0,
+                // The replay is of the thesis's rule, the point prediction.
+                low: None,
             })
             .collect();
         let policy = match replayed {
@@ -405,6 +407,7 @@ fn cells_for(
             placements: layout.set,
             available: &layout.all,
             predictions: Some(&predictions),
+            goal_bound: policy::GoalBound::Point,
         };
         let decide_error = |source| ReplayError::Decide {
             policy: replayed.name(),
