@@ -90,6 +90,10 @@ impl PlacementCalibration {
         let mut scores: Vec<f64> = cells
             .iter()
             .map(|&(p, s, a)| (a - p).abs() / probe.scale(params.score, p, s))
+            // A cell with no finite score (a prediction of 0 under the relative score)
+            // says nothing about the width; a NaN would sort last and could become the
+            // quantile, which JSON cannot hold.
+            .filter(|s| s.is_finite())
             .collect();
         let quantile = conformal_quantile(&mut scores, params.level)?;
         Some(Self { quantile, ..probe })
@@ -156,8 +160,10 @@ pub struct CellCoverage {
     pub covered: usize,
     /// Cells checked.
     pub cells: usize,
-    /// Mean half-width, in percent of the prediction.
-    pub mean_half_width: f64,
+    /// Mean half-width, in percent of the prediction; `None` where some interval was
+    /// unbounded (too few other cells for the level). JSON has no infinity: an infinite
+    /// width was written as `null` and the model file then did not load.
+    pub mean_half_width: Option<f64>,
 }
 
 impl CellCoverage {
@@ -168,10 +174,14 @@ impl CellCoverage {
 
     fn add(&mut self, other: &Self) {
         let cells = self.cells + other.cells;
-        if cells > 0 {
-            self.mean_half_width = (self.mean_half_width * self.cells as f64
-                + other.mean_half_width * other.cells as f64)
-                / cells as f64;
+        if other.cells > 0 {
+            self.mean_half_width = match (self.mean_half_width, other.mean_half_width) {
+                (Some(a), Some(b)) => {
+                    Some((a * self.cells as f64 + b * other.cells as f64) / cells as f64)
+                }
+                (None, _) if self.cells > 0 => None,
+                (_, b) => b.filter(|_| self.cells == 0),
+            };
         }
         self.covered += other.covered;
         self.cells = cells;
@@ -283,7 +293,7 @@ impl HeldOut<'_> {
         let mut overall = CellCoverage {
             covered: 0,
             cells: 0,
-            mean_half_width: 0.0,
+            mean_half_width: Some(0.0),
         };
         for (p, slot) in per_placement.iter_mut().enumerate() {
             if !predicted(p) {
@@ -292,7 +302,7 @@ impl HeldOut<'_> {
             let mut total = CellCoverage {
                 covered: 0,
                 cells: 0,
-                mean_half_width: 0.0,
+                mean_half_width: Some(0.0),
             };
             for family in &families {
                 let of_family = |r: usize| self.rows[r].family == *family;
@@ -313,9 +323,9 @@ impl HeldOut<'_> {
                     covered,
                     cells: tested.len(),
                     mean_half_width: if tested.is_empty() {
-                        0.0
+                        Some(0.0)
                     } else {
-                        widths / tested.len() as f64
+                        Some(widths / tested.len() as f64).filter(|w| w.is_finite())
                     },
                 });
             }

@@ -190,9 +190,12 @@ fn coverage_table(c: &Calibration, placements: &[String], width: usize) -> Strin
         let fraction = cov
             .fraction()
             .map_or_else(|| "n/a".to_owned(), |f| format!("{:.1}%", f * 100.0));
+        let half = cov
+            .mean_half_width
+            .map_or_else(|| "unbounded".to_owned(), |w| format!("{w:.2}"));
         format!(
-            "{label:<width$}  {fraction:>8} {:>6} {:>10.2}\n",
-            cov.cells, cov.mean_half_width
+            "{label:<width$}  {fraction:>8} {:>6} {half:>10}\n",
+            cov.cells
         )
     };
     for (id, cov) in placements.iter().zip(&c.coverage.placements) {

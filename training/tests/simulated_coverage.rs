@@ -68,7 +68,7 @@ fn nominal_90_percent_intervals_cover_held_out_families_at_close_to_90_percent()
             let overall = c.coverage.overall;
             let covered = overall.fraction().expect("predicted cells");
             eprintln!(
-                "SIMULATED {name}, v={v}, {} placements, {score:?}: coverage {covered:.3} of {} cells, mean half-width {:.1}%",
+                "SIMULATED {name}, v={v}, {} placements, {score:?}: coverage {covered:.3} of {} cells, mean half-width {:?}%",
                 e.placements.len(),
                 overall.cells,
                 overall.mean_half_width
