@@ -15,7 +15,7 @@ use placed_proto::v1 as pb;
 use serde_json::{Value, json};
 
 /// What `--metric` accepts, for error messages.
-const FORMS: &str = "pushed, perf, ipc, prometheus URL SELECTOR, command PROGRAM ARGS..., pattern REGEX [--mode rate|total|increment] [--stream stdout|stderr|both] -- PROGRAM ARGS..., or pattern REGEX [--mode ...] --file PATH";
+const FORMS: &str = "pushed [--total], perf, ipc, prometheus URL SELECTOR, command [--total] PROGRAM ARGS..., pattern REGEX [--mode rate|total|increment] [--stream stdout|stderr|both] -- PROGRAM ARGS..., or pattern REGEX [--mode ...] --file PATH";
 
 /// Why a `--metric` value cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -50,7 +50,15 @@ pub fn parse(spec: &str) -> Result<pb::MetricSpec, MetricError> {
     use pb::metric_spec::Source;
     let (kind, rest) = first_word(spec);
     let source = match kind {
-        "pushed" if rest.is_empty() => Source::Pushed(pb::PushedMetric::default()),
+        // `--total`: the values are a running total (a counter) whose rate is the
+        // performance; without it each value is a rate now. No program is named
+        // `--total`, so a command's first word decides unambiguously.
+        "pushed" if rest.is_empty() || rest.trim_end() == "--total" => {
+            Source::Pushed(pb::PushedMetric {
+                unit: String::new(),
+                total: !rest.is_empty(),
+            })
+        }
         "perf" if rest.is_empty() => Source::Perf(pb::PerfMetric {
             counter: pb::PerfCounter::Instructions as i32,
         }),
@@ -75,12 +83,16 @@ pub fn parse(spec: &str) -> Result<pb::MetricSpec, MetricError> {
             })
         }
         "command" => {
-            let argv =
+            let mut argv =
                 shlex::split(rest).ok_or_else(|| MetricError::Unbalanced { spec: spec.into() })?;
+            let total = argv.first().is_some_and(|w| w == "--total");
+            if total {
+                argv.remove(0);
+            }
             if argv.is_empty() {
                 return Err(MetricError::NoProgram);
             }
-            Source::Command(pb::CommandMetric { argv })
+            Source::Command(pb::CommandMetric { argv, total })
         }
         "pattern" => {
             let words =
@@ -183,11 +195,13 @@ pub fn json(m: &pb::MetricSpec) -> Value {
     use pb::metric_spec::Source;
     match &m.source {
         None => Value::Null,
-        Some(Source::Pushed(p)) => json!({"kind": "pushed", "unit": p.unit}),
+        Some(Source::Pushed(p)) => json!({"kind": "pushed", "unit": p.unit, "total": p.total}),
         Some(Source::Prometheus(p)) => {
             json!({"kind": "prometheus", "url": p.url, "selector": p.selector})
         }
-        Some(Source::Command(c)) => json!({"kind": "command", "argv": c.argv}),
+        Some(Source::Command(c)) => {
+            json!({"kind": "command", "argv": c.argv, "total": c.total})
+        }
         Some(Source::Pattern(p)) => {
             use pb::pattern_metric::Input;
             let mode = match pb::PatternMode::try_from(p.mode) {
@@ -227,6 +241,38 @@ mod tests {
 
     fn source(spec: &str) -> Source {
         parse(spec).unwrap().source.unwrap()
+    }
+
+    #[test]
+    fn a_running_total_is_chosen_with_total_for_pushed_and_command() {
+        let Source::Pushed(p) = source("pushed --total") else {
+            panic!("not pushed")
+        };
+        assert!(p.total);
+        let Source::Pushed(p) = source("pushed") else {
+            panic!("not pushed")
+        };
+        assert!(!p.total);
+        let Source::Command(c) = source("command --total cat /run/app/requests") else {
+            panic!("not a command")
+        };
+        assert!(c.total);
+        assert_eq!(c.argv, ["cat", "/run/app/requests"]);
+        // Only the first word: a program's own --total is its own.
+        let Source::Command(c) = source("command tool --total") else {
+            panic!("not a command")
+        };
+        assert!(!c.total);
+        assert_eq!(c.argv, ["tool", "--total"]);
+        assert!(matches!(
+            parse("command --total"),
+            Err(MetricError::NoProgram)
+        ));
+        parse("pushed --rate").unwrap_err();
+        assert_eq!(
+            json(&parse("command --total cat x").unwrap())["total"],
+            serde_json::Value::Bool(true)
+        );
     }
 
     #[test]

@@ -194,14 +194,18 @@ pub fn event(s: &Sequenced) -> pb::WatchResponse {
 pub fn metric_to_pb(m: &SourceSpec) -> pb::MetricSpec {
     use pb::metric_spec::Source;
     let source = match m {
-        SourceSpec::Pushed { .. } => Source::Pushed(pb::PushedMetric::default()),
+        SourceSpec::Pushed { counter } => Source::Pushed(pb::PushedMetric {
+            unit: String::new(),
+            total: *counter,
+        }),
         SourceSpec::Prometheus { url, selector } => Source::Prometheus(pb::PrometheusMetric {
             url: url.clone(),
             selector: selector.clone(),
         }),
-        SourceSpec::Command { argv, .. } => {
-            Source::Command(pb::CommandMetric { argv: argv.clone() })
-        }
+        SourceSpec::Command { argv, counter } => Source::Command(pb::CommandMetric {
+            argv: argv.clone(),
+            total: *counter,
+        }),
         SourceSpec::Perf { ipc } => Source::Perf(pb::PerfMetric {
             counter: if *ipc {
                 pb::PerfCounter::Ipc
@@ -290,7 +294,7 @@ pub fn metric_from_pb(m: &pb::MetricSpec) -> Result<Option<SourceSpec>, Status> 
     use pb::metric_spec::Source;
     let spec = match &m.source {
         None => return Ok(None),
-        Some(Source::Pushed(_)) => SourceSpec::Pushed { counter: false },
+        Some(Source::Pushed(p)) => SourceSpec::Pushed { counter: p.total },
         Some(Source::Prometheus(p)) => {
             if p.url.is_empty() || p.selector.is_empty() {
                 return Err(Status::invalid_argument(
@@ -304,7 +308,7 @@ pub fn metric_from_pb(m: &pb::MetricSpec) -> Result<Option<SourceSpec>, Status> 
         }
         Some(Source::Command(c)) => SourceSpec::Command {
             argv: c.argv.clone(),
-            counter: false,
+            counter: c.total,
         },
         Some(Source::Pattern(p)) => pattern_from_pb(p)?,
         Some(Source::Perf(p)) => match pb::PerfCounter::try_from(p.counter) {
@@ -337,6 +341,12 @@ mod tests {
     fn every_metric_source_survives_the_round_trip() {
         for spec in [
             SourceSpec::Pushed { counter: false },
+            // A running total, from placectl's `--total`: it was once lost on the way in.
+            SourceSpec::Pushed { counter: true },
+            SourceSpec::Command {
+                argv: vec!["cat".into(), "/run/app/requests".into()],
+                counter: true,
+            },
             SourceSpec::Prometheus {
                 url: "http://127.0.0.1:9100/metrics".into(),
                 selector: r#"ops_total{a="x", b!="y"}"#.into(),

@@ -418,10 +418,12 @@ class GetContainerResponse(_message.Message):
     def __init__(self, container: _Optional[_Union[Container, _Mapping]] = ...) -> None: ...
 
 class PushedMetric(_message.Message):
-    __slots__ = ("unit",)
+    __slots__ = ("unit", "total")
     UNIT_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
     unit: str
-    def __init__(self, unit: _Optional[str] = ...) -> None: ...
+    total: bool
+    def __init__(self, unit: _Optional[str] = ..., total: _Optional[bool] = ...) -> None: ...
 
 class PrometheusMetric(_message.Message):
     __slots__ = ("url", "selector")
@@ -432,10 +434,12 @@ class PrometheusMetric(_message.Message):
     def __init__(self, url: _Optional[str] = ..., selector: _Optional[str] = ...) -> None: ...
 
 class CommandMetric(_message.Message):
-    __slots__ = ("argv",)
+    __slots__ = ("argv", "total")
     ARGV_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
     argv: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, argv: _Optional[_Iterable[str]] = ...) -> None: ...
+    total: bool
+    def __init__(self, argv: _Optional[_Iterable[str]] = ..., total: _Optional[bool] = ...) -> None: ...
 
 class PerfMetric(_message.Message):
     __slots__ = ("counter",)
