@@ -143,25 +143,7 @@ impl CommandSource {
 
     async fn run(&self) -> Result<f64, CommandError> {
         let program = clip(&self.program());
-        let mut command = Command::new(self.program());
-        if let Some(user) = self.config.run_as {
-            // std drops the supplementary groups too (setgroups(0)) when it changes the uid
-            // as root.
-            command.uid(user.uid).gid(user.gid);
-        }
-        let mut child = command
-            .args(&self.config.argv[1..])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            // Its own group, so that a timeout kills what it forked as well.
-            .process_group(0)
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|source| CommandError::Spawn {
-                program: program.clone(),
-                source,
-            })?;
+        let mut child = spawn(&self.program(), &self.config.argv[1..], self.config.run_as)?;
         // The group id is the child's pid (process_group(0)). Saved now: once `collect`
         // has reaped the child, `child.id()` is None, yet what it forked may live on in
         // the group and hold the pipes open (`sh -c 'sleep 99 & echo 5'`).
@@ -245,6 +227,35 @@ async fn kill_group(child: &mut Child, group: Option<libc::pid_t>) {
 
 fn clip(text: &str) -> String {
     placed_core::text::clip(text, SHOWN)
+}
+
+/// Starts an operator's or API caller's program as `run_as`, stdin closed, stdout and
+/// stderr piped, in a process group of its own (so that killing the group also kills
+/// what it forked) and killed when the handle is dropped. For command metrics and
+/// pattern programs alike.
+pub(super) fn spawn(
+    program: &str,
+    args: &[String],
+    run_as: Option<RunAs>,
+) -> Result<Child, CommandError> {
+    let mut command = Command::new(program);
+    if let Some(user) = run_as {
+        // std drops the supplementary groups too (setgroups(0)) when it changes the uid as
+        // root.
+        command.uid(user.uid).gid(user.gid);
+    }
+    command
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|source| CommandError::Spawn {
+            program: clip(program),
+            source,
+        })
 }
 
 impl MetricSource for CommandSource {

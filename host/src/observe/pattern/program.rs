@@ -6,13 +6,12 @@
 //! group, so that dropping the source kills whatever it forked too.
 
 use std::collections::VecDeque;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 use tokio::task::AbortHandle;
 
 use super::super::command::{CommandError, RunAs};
@@ -70,24 +69,7 @@ pub(super) fn start(
         .split_first()
         .filter(|(p, _)| !p.is_empty())
         .ok_or(CommandError::Empty)?;
-    let mut command = Command::new(program);
-    if let Some(user) = run_as {
-        // std drops the supplementary groups too (setgroups(0)) when it changes the uid as
-        // root.
-        command.uid(user.uid).gid(user.gid);
-    }
-    let mut child = command
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|source| CommandError::Spawn {
-            program: clip(program),
-            source,
-        })?;
+    let mut child = super::super::command::spawn(program, args, run_as)?;
     let group = child.id().and_then(|p| libc::pid_t::try_from(p).ok());
     let done = Arc::new(AtomicBool::new(false));
     let reader = Reader {
