@@ -5,7 +5,9 @@ use std::fmt;
 
 /// An error and its causes on one line, `outer: cause: root cause`. Every error type of
 /// the project prints only its own part and returns its cause from `source()`, so each
-/// cause appears exactly once.
+/// cause appears exactly once. Some dependencies' wrappers print their cause in their own
+/// message and return it from `source()` as well (hyper-util's connect error around an
+/// `io::Error`): a cause whose text ends what was just printed is not printed again.
 pub fn error_line(err: &(dyn std::error::Error + 'static)) -> String {
     Chain(err).to_string()
 }
@@ -16,10 +18,15 @@ pub struct Chain<'a>(pub &'a (dyn std::error::Error + 'static));
 
 impl fmt::Display for Chain<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)?;
+        let mut last = self.0.to_string();
+        f.write_str(&last)?;
         let mut source = self.0.source();
         while let Some(s) = source {
-            write!(f, ": {s}")?;
+            let text = s.to_string();
+            if !last.ends_with(&text) {
+                write!(f, ": {text}")?;
+            }
+            last = text;
             source = s.source();
         }
         Ok(())
@@ -79,6 +86,22 @@ mod tests {
             source: std::io::Error::from(std::io::ErrorKind::NotFound),
         };
         assert_eq!(error_line(&e), "cannot read /etc/x: entity not found");
+    }
+
+    /// A wrapper that prints its cause itself and also returns it as its source.
+    #[derive(Debug, thiserror::Error)]
+    #[error("{0}")]
+    struct Repeats(#[source] std::io::Error);
+
+    #[test]
+    fn a_cause_its_wrapper_already_printed_is_not_repeated() {
+        let e = Outer {
+            path: "/run/x.sock".into(),
+            source: std::io::Error::other(Repeats(std::io::Error::from(
+                std::io::ErrorKind::NotFound,
+            ))),
+        };
+        assert_eq!(error_line(&e), "cannot read /run/x.sock: entity not found");
     }
 
     #[test]

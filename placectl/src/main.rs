@@ -453,6 +453,7 @@ fn busy(e: &(dyn std::error::Error + 'static)) -> bool {
 
 /// The commands that talk to the daemon.
 async fn remote(command: Command, json: bool, daemon: &DaemonArgs) -> Result<Exit, Failure> {
+    check_arguments(&command)?;
     let mut c = client::connect(&daemon.target()).await?;
     let out = Output { json };
     match command {
@@ -554,6 +555,33 @@ async fn remote(command: Command, json: bool, daemon: &DaemonArgs) -> Result<Exi
         | Command::Completion { .. }
         | Command::Man => Err("not a daemon command".into()),
     }
+}
+
+/// Parses what the command line gives as text (a metric, a policy, an override action)
+/// before connecting: a mistake in it is the caller's, and is named as such whether or not
+/// the daemon runs, not hidden behind "cannot reach placed".
+fn check_arguments(command: &Command) -> Result<(), Failure> {
+    match command {
+        Command::Manage {
+            policy,
+            metric,
+            on_override,
+            ..
+        } => {
+            policy.to_pb()?;
+            if let Some(m) = metric {
+                placectl::metric::parse(m)?;
+            }
+            if let Some(o) = on_override {
+                o.parse::<OnOverride>()?;
+            }
+        }
+        Command::Recommend { policy, .. } | Command::Place { policy, .. } => {
+            policy.to_pb()?;
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// Every managed container, page after page.

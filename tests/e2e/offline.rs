@@ -193,6 +193,27 @@ fn bad_input_gets_one_line_and_its_exit_code() {
         .fails_with(Exit::BadInput, "no level \"bogus\"");
 }
 
+/// What the command line says is checked before the daemon is dialled: a bad metric is the
+/// caller's mistake (exit 2) whether or not a daemon runs, and an absent daemon is one line
+/// that names each cause once.
+#[test]
+fn arguments_are_checked_before_connecting_and_causes_are_named_once() {
+    let nowhere = "/nonexistent/placed.sock";
+    placectl(["manage", "web", "--metric", "bogus", "--socket", nowhere])
+        .fails_with(Exit::BadInput, "--metric \"bogus\": expected");
+    placectl(["place", "web", "--policy", "sideways", "--socket", nowhere])
+        .fails_with(Exit::BadInput, "sideways");
+    let run = placectl(["status", "--socket", nowhere]).fails_with(
+        Exit::Unavailable,
+        "cannot reach placed at /nonexistent/placed.sock",
+    );
+    assert_eq!(
+        run.stderr.matches("No such file or directory").count(),
+        1,
+        "{run:?}"
+    );
+}
+
 #[test]
 fn usage_errors_exit_2_and_help_exits_0() {
     let run = placectl(["placements"]);
