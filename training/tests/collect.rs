@@ -275,7 +275,7 @@ fn sigint_stops_cleanly_and_removes_the_cgroups() {
         lines(&path) >= 2
     });
     // Mid-measurement: the run cgroup exists.
-    wait_for("a run cgroup", Duration::from_secs(30), || {
+    wait_for("a run cgroup", Duration::from_secs(120), || {
         cgroups_of(pid).iter().any(|p| {
             std::fs::read_dir(p)
                 .into_iter()
