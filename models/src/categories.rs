@@ -1,7 +1,14 @@
 //! Performance categories (thesis §2.4.1): k-means over performance vectors with k chosen by
 //! the silhouette score. They say how well the training set covers behaviour (a category of
 //! one or two workloads needs company), drive the iterative method (algorithm 4) used as a
-//! second predictor, and flag a container whose observations fit no category.
+//! second predictor, and flag a container whose observations fit no category. A
+//! classification tree ([`tree`]) assigns a measured container to a category and orders the
+//! placements by how well they separate categories; the thesis's interval rules stay beside
+//! it for novelty and for comparison.
+
+mod tree;
+
+pub use tree::{Assignment, CategoryTree, TreeError};
 
 use linfa::metrics::SilhouetteScore;
 use linfa::prelude::*;
@@ -65,6 +72,14 @@ pub struct Categories {
     /// Mean silhouette coefficient of the chosen k; `None` with a single category.
     silhouette: Option<f64>,
     params: CategoryParams,
+    /// The tree that assigns a container measured in the model's measured placements to a
+    /// category; absent from model files written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tree: Option<CategoryTree>,
+    /// Per placement, its share of a tree's impurity decrease over all placements: how
+    /// well a measurement there tells categories apart.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    separation: Vec<f64>,
 }
 
 /// Why categories could not be found.
@@ -81,6 +96,9 @@ pub enum CategoryError {
         /// linfa's error.
         source: KMeansError,
     },
+    /// The classification tree failed.
+    #[error(transparent)]
+    Tree(#[from] TreeError),
     /// The silhouette score failed.
     #[error("silhouette score for k = {k} failed")]
     Silhouette {
@@ -113,10 +131,12 @@ pub struct IterativeOutcome {
 
 impl Categories {
     /// Clusters `vectors` (rows x placements of relative performance) whose rows belong to
-    /// `workloads`, trying k = 2..=`max_k` and keeping the best silhouette.
+    /// `workloads`, trying k = 2..=`max_k` and keeping the best silhouette, then fits the
+    /// tree that assigns a container measured in `measured` placements to a category.
     pub fn discover(
         vectors: ArrayView2<'_, f64>,
         workloads: &[&str],
+        measured: &[usize],
         params: &CategoryParams,
     ) -> Result<Self, CategoryError> {
         let n = vectors.nrows();
@@ -165,11 +185,51 @@ impl Categories {
                 (!rows.is_empty()).then(|| category(vectors, workloads, &rows))
             })
             .collect();
-        Ok(Self {
+        let mut found = Self {
             categories,
             silhouette,
             params: params.clone(),
-        })
+            tree: None,
+            separation: Vec::new(),
+        };
+        let labels = found.nearest(vectors);
+        let all: Vec<usize> = (0..vectors.ncols()).collect();
+        found.separation = CategoryTree::fit(vectors, &labels, &all)?.1;
+        found.tree = Some(CategoryTree::fit(vectors, &labels, measured)?.0);
+        Ok(found)
+    }
+
+    /// The category of each row of `vectors` (complete vectors): the one with the nearest
+    /// mean, which is how k-means labelled the training rows.
+    pub fn nearest(&self, vectors: ArrayView2<'_, f64>) -> Vec<usize> {
+        vectors
+            .axis_iter(Axis(0))
+            .map(|row| {
+                let distance = |c: &Category| -> f64 {
+                    row.iter().zip(&c.mean).map(|(a, b)| (a - b).powi(2)).sum()
+                };
+                (0..self.categories.len())
+                    .min_by(|&a, &b| {
+                        distance(&self.categories[a]).total_cmp(&distance(&self.categories[b]))
+                    })
+                    .unwrap_or(0)
+            })
+            .collect()
+    }
+
+    /// The placements of `candidates` in the order the iterative method measures them: the
+    /// one that separates categories best first; ties (and old model files, which lack the
+    /// ranking) in the given order.
+    pub fn separating_order(&self, candidates: &[usize]) -> Vec<usize> {
+        let share = |p: usize| self.separation.get(p).copied().unwrap_or(0.0);
+        let mut order = candidates.to_vec();
+        order.sort_by(|&a, &b| share(b).total_cmp(&share(a)));
+        order
+    }
+
+    /// The tree over the measured placements; `None` for model files written before it.
+    pub fn tree(&self) -> Option<&CategoryTree> {
+        self.tree.as_ref()
     }
 
     /// The categories; their indices are the ids predictions and reports use.
@@ -199,6 +259,13 @@ impl Categories {
         ratio >= cat.low[placement] * (1.0 - slack) && ratio <= cat.high[placement] * (1.0 + slack)
     }
 
+    /// Whether `placement` is the baseline: 1 in every category.
+    fn is_baseline(&self, placement: usize) -> bool {
+        self.categories
+            .iter()
+            .all(|c| c.low.get(placement) == Some(&1.0) && c.high.get(placement) == Some(&1.0))
+    }
+
     /// How far `ratio` lies outside category `c`'s interval at `placement` (0 inside).
     fn distance(&self, c: usize, placement: usize, ratio: f64) -> f64 {
         let cat = &self.categories[c];
@@ -208,11 +275,40 @@ impl Categories {
     }
 
     /// The category one observation (`ratio` in `placement`, relative uncertainty
-    /// `uncertainty`) fits best: among the categories whose widened interval holds it, the
-    /// one whose mean is closest. When no interval holds it the observation is novel (no
-    /// training workload behaved like it) and the category with the closest interval is
-    /// given instead.
+    /// `uncertainty`) fits best: [`Self::classify_by_intervals`], with the tree choosing among
+    /// the categories whose interval holds the observation where it can read it (a tree over
+    /// `placement` and the baseline, which is 1 by definition). Novelty stays the interval
+    /// rule: a tree divides the whole axis among the categories, so it cannot say that no
+    /// training workload behaved like this one.
     pub fn classify(&self, placement: usize, ratio: f64, uncertainty: f64) -> Classification {
+        let mut class = self.classify_by_intervals(placement, ratio, uncertainty);
+        let by_tree = self.tree.as_ref().and_then(|t| {
+            t.placements
+                .iter()
+                .all(|&p| p == placement || self.is_baseline(p))
+                .then(|| {
+                    t.assign(|p| if p == placement { ratio } else { 1.0 })
+                        .category
+                })
+        });
+        if let Some(c) =
+            by_tree.filter(|&c| !class.novel && self.contains(c, placement, ratio, uncertainty))
+        {
+            class.category = c;
+        }
+        class
+    }
+
+    /// The thesis's rule: among the categories whose widened interval holds the
+    /// observation, the one whose mean is closest. When no interval holds it the observation
+    /// is novel (no training workload behaved like it) and the category with the closest
+    /// interval is given instead.
+    pub fn classify_by_intervals(
+        &self,
+        placement: usize,
+        ratio: f64,
+        uncertainty: f64,
+    ) -> Classification {
         let mean_distance = |c: usize| (self.categories[c].mean[placement] - ratio).abs();
         let inside = (0..self.categories.len())
             .filter(|&c| self.contains(c, placement, ratio, uncertainty))
@@ -287,6 +383,23 @@ impl Categories {
         }
     }
 
+    /// Trees for the iterative method driven by a tree (see [`TreeIterative`]), fitted on
+    /// the training `vectors` this clustering came from: one per prefix of `order`.
+    pub fn iterative_trees(
+        &self,
+        vectors: ArrayView2<'_, f64>,
+        order: &[usize],
+    ) -> Result<TreeIterative, TreeError> {
+        let labels = self.nearest(vectors);
+        let trees = (1..=order.len())
+            .map(|k| CategoryTree::fit(vectors, &labels, &order[..k]).map(|(t, _)| t))
+            .collect::<Result<_, _>>()?;
+        Ok(TreeIterative {
+            order: order.to_vec(),
+            trees,
+        })
+    }
+
     /// The category-mean prediction for category `c`.
     pub fn mean(&self, c: usize) -> ArrayView1<'_, f64> {
         ArrayView1::from(&self.categories[c].mean[..])
@@ -307,7 +420,60 @@ impl Categories {
                 ));
             }
         }
+        if !self.separation.is_empty() && self.separation.len() != n_placements {
+            return Err(format!(
+                "the category separation does not have {n_placements} placements"
+            ));
+        }
+        if let Some(t) = &self.tree {
+            t.check(n_placements, self.categories.len())?;
+        }
         Ok(())
+    }
+}
+
+/// Algorithm 4 with the tree in place of the interval rules: measure the placements of
+/// `order` one after the other and ask the tree over what was measured so far; stop when its
+/// leaf holds one category only (the measurements tell the categories apart there), or when
+/// an observation lies outside every category's interval (novel: more measurements cannot
+/// find a category it does not have).
+#[derive(Debug, Clone)]
+pub struct TreeIterative {
+    order: Vec<usize>,
+    trees: Vec<CategoryTree>,
+}
+
+impl TreeIterative {
+    /// Runs the method on one container whose relative performance in placement `p` is
+    /// `observe(p)`.
+    pub fn run(
+        &self,
+        categories: &Categories,
+        mut observe: impl FnMut(usize) -> f64,
+    ) -> IterativeOutcome {
+        let mut seen: Vec<(usize, f64)> = Vec::new();
+        let mut outcome = IterativeOutcome {
+            category: 0,
+            measured: 1,
+            novel: false,
+        };
+        for (&placement, tree) in self.order.iter().zip(&self.trees) {
+            let ratio = observe(placement);
+            seen.push((placement, ratio));
+            let assignment =
+                tree.assign(|p| seen.iter().find(|(q, _)| *q == p).map_or(1.0, |&(_, r)| r));
+            let novel = !(0..categories.categories.len())
+                .any(|c| categories.contains(c, placement, ratio, 0.0));
+            outcome = IterativeOutcome {
+                category: assignment.category,
+                measured: seen.len() + 1,
+                novel: outcome.novel || novel,
+            };
+            if assignment.pure || novel {
+                break;
+            }
+        }
+        outcome
     }
 }
 
@@ -371,7 +537,7 @@ mod tests {
     #[test]
     fn separated_groups_become_categories_and_thin_ones_are_reported() {
         let (vectors, names) = groups();
-        let cats = Categories::discover(vectors.view(), &names, &CategoryParams::default())
+        let cats = Categories::discover(vectors.view(), &names, &[1], &CategoryParams::default())
             .expect("clusters");
         assert_eq!(cats.all().len(), 3);
         let mut members: Vec<Vec<String>> =
@@ -400,7 +566,7 @@ mod tests {
     #[test]
     fn the_iterative_method_finds_the_category_and_its_mean() {
         let (vectors, names) = groups();
-        let cats = Categories::discover(vectors.view(), &names, &CategoryParams::default())
+        let cats = Categories::discover(vectors.view(), &names, &[1], &CategoryParams::default())
             .expect("clusters");
         let scaling = [1.0, 1.49, 2.01];
         let outcome = cats.iterative(&[1, 2], |p| scaling[p]);
@@ -417,9 +583,66 @@ mod tests {
     }
 
     #[test]
+    fn the_tree_ranks_the_separating_placement_and_ends_the_iterative_method_early() {
+        let (vectors, names) = groups();
+        let cats = Categories::discover(vectors.view(), &names, &[1], &CategoryParams::default())
+            .expect("clusters");
+        // The baseline (column 0) tells nothing, so it never comes first.
+        let order = cats.separating_order(&[0, 1, 2]);
+        assert_ne!(order[0], 0, "{order:?}");
+        assert!(cats.separation[order[0]] > 0.0, "{:?}", cats.separation);
+        assert_eq!(cats.separation[0], 0.0);
+        assert_eq!(cats.nearest(vectors.view())[3], category_of(&cats, "s1"));
+        let trees = cats
+            .iterative_trees(vectors.view(), &cats.separating_order(&[1, 2]))
+            .expect("trees");
+        let scaling = [1.0, 1.49, 2.01];
+        let outcome = trees.run(&cats, |p| scaling[p]);
+        assert_eq!(outcome.category, category_of(&cats, "s1"));
+        assert_eq!(
+            outcome.measured, 2,
+            "one placement already tells the groups apart"
+        );
+        assert!(!outcome.novel);
+        // Far outside every group: novel at once, no further measurement.
+        let odd = [1.0, 9.0, 9.0];
+        let outcome = trees.run(&cats, |p| odd[p]);
+        assert!(outcome.novel);
+        assert_eq!(outcome.measured, 2);
+    }
+
+    #[test]
+    fn the_tree_assigns_overlapping_categories_and_novelty_stays_the_interval_rule() {
+        // Two categories overlap at placement 1 (0.9-1.1 and 1.0-1.3).
+        let vectors = array![
+            [1.0, 0.90, 0.5],
+            [1.0, 0.92, 0.5],
+            [1.0, 0.95, 0.5],
+            [1.0, 1.10, 0.5],
+            [1.0, 1.00, 2.0],
+            [1.0, 1.20, 2.0],
+            [1.0, 1.25, 2.0],
+            [1.0, 1.30, 2.0],
+        ];
+        let names = ["a", "b", "c", "d", "e", "f", "g", "h"];
+        let cats =
+            Categories::discover(vectors.view(), &names, &[0, 1], &CategoryParams::default())
+                .expect("clusters");
+        assert_eq!(cats.all().len(), 2);
+        let tree = cats.tree().expect("a tree");
+        assert_eq!(tree.placements, vec![0, 1]);
+        let fast = category_of(&cats, "h");
+        let slow = category_of(&cats, "a");
+        assert_eq!(cats.classify(1, 1.28, 0.0).category, fast);
+        assert_eq!(cats.classify(1, 0.91, 0.0).category, slow);
+        assert!(!cats.classify(1, 1.06, 0.0).novel);
+        assert!(cats.classify(1, 2.5, 0.0).novel);
+    }
+
+    #[test]
     fn novelty_is_an_observation_outside_every_widened_interval() {
         let (vectors, names) = groups();
-        let cats = Categories::discover(vectors.view(), &names, &CategoryParams::default())
+        let cats = Categories::discover(vectors.view(), &names, &[1], &CategoryParams::default())
             .expect("clusters");
         let flat = category_of(&cats, "f1");
         assert_eq!(
@@ -454,7 +677,7 @@ mod tests {
             silhouette_sample: 50,
             ..CategoryParams::default()
         };
-        let cats = Categories::discover(vectors.view(), &names, &params).expect("clusters");
+        let cats = Categories::discover(vectors.view(), &names, &[1], &params).expect("clusters");
         let mut sizes: Vec<usize> = cats.all().iter().map(|c| c.runs).collect();
         sizes.sort_unstable();
         assert_eq!(sizes, vec![300, 300]);
@@ -463,14 +686,20 @@ mod tests {
     #[test]
     fn too_few_vectors_make_one_category() {
         let vectors = array![[1.0, 2.0], [1.0, 2.2]];
-        let cats = Categories::discover(vectors.view(), &["a", "b"], &CategoryParams::default())
-            .expect("one category");
+        let cats = Categories::discover(
+            vectors.view(),
+            &["a", "b"],
+            &[1],
+            &CategoryParams::default(),
+        )
+        .expect("one category");
         assert_eq!(cats.all().len(), 1);
         assert_eq!(cats.silhouette(), None);
         assert!(matches!(
             Categories::discover(
                 Array2::zeros((0, 2)).view(),
                 &[],
+                &[1],
                 &CategoryParams::default()
             ),
             Err(CategoryError::Empty)

@@ -1,13 +1,14 @@
 //! Cross-validated comparison of the predictors on a data set, leaving one family out at a
 //! time: the forest on the two observations (with the probe chosen here); the category mean
 //! of the category the same two observations fit; the iterative method (algorithm 4), which
-//! may measure more placements; and the forest on baseline-placement counters.
+//! may measure more placements, both with the category tree and with the thesis's interval
+//! rules; and the forest on baseline-placement counters.
 
 use ndarray::{Array2, Axis};
 
 use crate::accuracy::Accuracy;
 use crate::categories::{Categories, CategoryError, CategoryParams};
-use crate::cv::{Fold, leave_one_family_out, out_of_fold};
+use crate::cv::{Fold, leave_one_family_out};
 use crate::data::{Dataset, Provenance};
 use crate::features::{Feature, counter_features, performance_features};
 use crate::interval::{Calibration, HeldOut, IntervalParams};
@@ -54,12 +55,20 @@ pub struct Evaluation {
     /// Intervals calibrated on the forest's held-out predictions, with their coverage
     /// measured one family at a time.
     pub calibration: Calibration,
-    /// The mean of the category the baseline and probe observations fit.
+    /// The mean of the category the baseline and probe observations fit (the category
+    /// tree choosing where intervals overlap, as the daemon reports it).
     pub category_mean: Predicted,
-    /// The iterative method (algorithm 4) predicting its category's mean.
+    /// The iterative method (algorithm 4) driven by the category tree, predicting its
+    /// category's mean.
     pub iterative: Predicted,
     /// Placements the iterative method measured per row, the baseline included.
     pub iterative_measurements: Vec<usize>,
+    /// `category_mean` by the thesis's interval rules alone, for comparison.
+    pub category_mean_intervals: Predicted,
+    /// Algorithm 4 by the thesis's interval rules, for comparison.
+    pub iterative_intervals: Predicted,
+    /// Placements that measured per row, the baseline included.
+    pub iterative_intervals_measurements: Vec<usize>,
     /// The forest on baseline-placement counters; `None` when the data has no counters.
     pub counter_baseline: Option<Predicted>,
 }
@@ -127,9 +136,12 @@ pub(crate) fn evaluate_table(
         forest: predicted(forest_values),
         forest_spread: selection.predicted.spread,
         calibration,
-        category_mean: predicted(categorised.two_observations),
-        iterative: predicted(categorised.iterative),
-        iterative_measurements: categorised.measurements,
+        category_mean: predicted(categorised.two_observations.values),
+        iterative: predicted(categorised.iterative.values),
+        iterative_measurements: categorised.iterative.measurements,
+        category_mean_intervals: predicted(categorised.two_observations_intervals.values),
+        iterative_intervals: predicted(categorised.iterative_intervals.values),
+        iterative_intervals_measurements: categorised.iterative_intervals.measurements,
         counter_baseline,
     })
 }
@@ -149,23 +161,38 @@ impl Evaluation {
     }
 }
 
-/// The order the iterative method measures placements in: the probe first (the forest's
-/// second measurement, so both predictors start from the same two), then the rest in table
-/// order.
-fn iterative_order(n_placements: usize, baseline: usize, probe: usize) -> Vec<usize> {
-    std::iter::once(probe)
-        .chain((0..n_placements).filter(|&p| p != baseline && p != probe))
-        .collect()
+/// The placements the iterative method may measure after the baseline, in table order.
+fn iterative_candidates(n_placements: usize, baseline: usize) -> Vec<usize> {
+    (0..n_placements).filter(|&p| p != baseline).collect()
 }
 
-struct Categorised {
-    two_observations: Array2<f64>,
-    iterative: Array2<f64>,
+/// A category predictor's out-of-fold values and how many placements it measured per row.
+struct CategoryPredictions {
+    values: Array2<f64>,
     measurements: Vec<usize>,
 }
 
-/// Both category predictors, out of fold: categories found on the training families, then
-/// each held-out row classified by its probe observation alone, and by algorithm 4.
+impl CategoryPredictions {
+    fn new(n_rows: usize, n_placements: usize) -> Self {
+        Self {
+            values: Array2::zeros((n_rows, n_placements)),
+            measurements: vec![2; n_rows],
+        }
+    }
+}
+
+/// The category predictors, each with the tree and with the thesis's interval rules.
+struct Categorised {
+    two_observations: CategoryPredictions,
+    iterative: CategoryPredictions,
+    two_observations_intervals: CategoryPredictions,
+    iterative_intervals: CategoryPredictions,
+}
+
+/// Every category predictor, out of fold: categories found on the training families, then
+/// each held-out row assigned from its probe observation alone, and by algorithm 4 (the
+/// tree's variant measures in the tree's separating order; the interval rules', as the
+/// thesis, the probe first then table order).
 fn category_out_of_fold(
     table: &PerformanceTable,
     folds: &[Fold],
@@ -174,32 +201,51 @@ fn category_out_of_fold(
 ) -> Result<Categorised, CategoryError> {
     let relative = table.relative();
     let (n_rows, n_placements) = relative.dim();
-    let order = iterative_order(n_placements, table.baseline(), probe);
+    let baseline = table.baseline();
+    let candidates = iterative_candidates(n_placements, baseline);
+    let interval_order: Vec<usize> = std::iter::once(probe)
+        .chain(candidates.iter().copied().filter(|&p| p != probe))
+        .collect();
     let workloads: Vec<&str> = table.rows().iter().map(|r| r.workload.as_str()).collect();
-    let mut iterative = Array2::zeros((n_rows, n_placements));
-    let mut measurements = vec![0; n_rows];
-    let two_observations = out_of_fold(folds, n_rows, n_placements, |train, test| {
-        let train_workloads: Vec<&str> = train.iter().map(|&r| workloads[r]).collect();
-        let categories = Categories::discover(
-            relative.select(Axis(0), train).view(),
-            &train_workloads,
-            params,
-        )?;
-        let mut out = Array2::zeros((test.len(), n_placements));
-        for (mut row, &r) in out.axis_iter_mut(Axis(0)).zip(test) {
-            let class = categories.classify(probe, relative[[r, probe]], 0.0);
-            row.assign(&categories.mean(class.category));
-            let outcome = categories.iterative(&order, |p| relative[[r, p]]);
-            iterative
+    let mut out = Categorised {
+        two_observations: CategoryPredictions::new(n_rows, n_placements),
+        iterative: CategoryPredictions::new(n_rows, n_placements),
+        two_observations_intervals: CategoryPredictions::new(n_rows, n_placements),
+        iterative_intervals: CategoryPredictions::new(n_rows, n_placements),
+    };
+    for fold in folds {
+        let train_workloads: Vec<&str> = fold.train.iter().map(|&r| workloads[r]).collect();
+        let train = relative.select(Axis(0), &fold.train);
+        let categories =
+            Categories::discover(train.view(), &train_workloads, &[baseline, probe], params)?;
+        let trees =
+            categories.iterative_trees(train.view(), &categories.separating_order(&candidates))?;
+        for &r in &fold.test {
+            let observed = |p: usize| relative[[r, p]];
+            // What the daemon reports for a container measured in the same two placements.
+            let by_tree = categories.classify(probe, observed(probe), 0.0);
+            out.two_observations
+                .values
                 .row_mut(r)
-                .assign(&categories.mean(outcome.category));
-            measurements[r] = outcome.measured;
+                .assign(&categories.mean(by_tree.category));
+            let rule = categories.classify_by_intervals(probe, observed(probe), 0.0);
+            out.two_observations_intervals
+                .values
+                .row_mut(r)
+                .assign(&categories.mean(rule.category));
+            for (outcome, into) in [
+                (trees.run(&categories, observed), &mut out.iterative),
+                (
+                    categories.iterative(&interval_order, observed),
+                    &mut out.iterative_intervals,
+                ),
+            ] {
+                into.values
+                    .row_mut(r)
+                    .assign(&categories.mean(outcome.category));
+                into.measurements[r] = outcome.measured;
+            }
         }
-        Ok(out)
-    })?;
-    Ok(Categorised {
-        two_observations,
-        iterative,
-        measurements,
-    })
+    }
+    Ok(out)
 }

@@ -12,7 +12,8 @@
 //! - [`accuracy`]: absolute percentage errors, mean and worst.
 //! - [`gate`]: the accuracy gate a model must pass to move containers.
 //! - [`interval`]: prediction intervals calibrated on the held-out folds (conformal).
-//! - [`categories`]: k-means categories, the iterative method (algorithm 4), novelty.
+//! - [`categories`]: k-means categories, the category tree (linfa-trees), the iterative
+//!   method (algorithm 4), novelty.
 //! - [`evaluation`]: probe selection and the cross-validated comparison of the forest, the
 //!   category mean and the counter baseline.
 //! - [`train`]: fitting the final model, and the data as a linfa data set for experiments.

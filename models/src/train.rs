@@ -179,7 +179,12 @@ pub fn fit(data: &Dataset, options: &TrainOptions) -> Result<(Model, Evaluation)
     let (x, y) = design(&table, &features, evaluation.probe)?;
     let forest = options.forest.fit(&DatasetBase::new(x, y))?;
     let workloads: Vec<&str> = table.rows().iter().map(|r| r.workload.as_str()).collect();
-    let categories = Categories::discover(table.relative(), &workloads, &options.categories)?;
+    let categories = Categories::discover(
+        table.relative(),
+        &workloads,
+        &[evaluation.baseline, evaluation.probe],
+        &options.categories,
+    )?;
     for (i, c) in categories.under_populated() {
         tracing::info!(
             category = i,

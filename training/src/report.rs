@@ -77,6 +77,48 @@ impl Columns<'_> {
     }
 }
 
+/// The category predictors with the classification tree and with the thesis's interval
+/// rules it replaces, overall.
+fn category_comparison(e: &Evaluation) -> String {
+    let per_row = |m: &[usize]| m.iter().sum::<usize>() as f64 / e.rows.len().max(1) as f64;
+    let mut out = format!(
+        "\ncategories assigned by the tree (linfa-trees) and by interval rules (thesis §2.4.1):\n{:<14}  {:>14}  {:>14}  {:>9}\n{:<14}  {:>6} {:>7}  {:>6} {:>7}  {:>9}\n",
+        "",
+        "category mean",
+        "iterative",
+        "iterative",
+        "",
+        "mean",
+        "worst",
+        "mean",
+        "worst",
+        "measured"
+    );
+    for (name, mean, iterative, measured) in [
+        (
+            "tree",
+            &e.category_mean,
+            &e.iterative,
+            &e.iterative_measurements,
+        ),
+        (
+            "interval rules",
+            &e.category_mean_intervals,
+            &e.iterative_intervals,
+            &e.iterative_intervals_measurements,
+        ),
+    ] {
+        let _ = writeln!(
+            out,
+            "{name:<14}  {:>14}  {:>14}  {:>9.1}",
+            cell(Some(mean.accuracy.overall())),
+            cell(Some(iterative.accuracy.overall())),
+            per_row(measured)
+        );
+    }
+    out
+}
+
 /// Every probe candidate's cross-validated error, the chosen one marked.
 fn probe_table(candidates: &[ProbeCandidate], chosen: &str) -> String {
     let width = candidates
@@ -146,6 +188,7 @@ pub fn evaluation_tables(e: &Evaluation) -> String {
         "forest and category mean use the baseline and probe observations; the iterative method \
          (algorithm 4) measured {measured:.1} placements per workload on average"
     );
+    out.push_str(&category_comparison(e));
     let _ = writeln!(out, "\nper placement:\n{}", cols.header("placement", width));
     for (p, id) in e.placements.iter().enumerate() {
         if p == e.baseline || p == e.probe {
