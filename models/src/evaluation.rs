@@ -71,6 +71,8 @@ pub struct Evaluation {
     pub iterative_intervals_measurements: Vec<usize>,
     /// The forest on baseline-placement counters; `None` when the data has no counters.
     pub counter_baseline: Option<Predicted>,
+    /// Counters some records have and others lack, left out of every feature set.
+    pub dropped_counters: Vec<String>,
 }
 
 /// Selects the probe and compares the three predictors on `data`.
@@ -143,6 +145,7 @@ pub(crate) fn evaluate_table(
         iterative_intervals: predicted(categorised.iterative_intervals.values),
         iterative_intervals_measurements: categorised.iterative_intervals.measurements,
         counter_baseline,
+        dropped_counters: table.dropped_counters().to_vec(),
     })
 }
 

@@ -73,12 +73,23 @@ pub(crate) fn select_probe(
     let baseline = table.baseline();
     let mut candidates = Vec::new();
     let mut best: Option<(usize, f64, OutOfFold)> = None;
-    for probe in (0..table.placements().len()).filter(|&p| p != baseline) {
+    let n_candidates = table.placements().len().saturating_sub(1);
+    for (done, probe) in (0..table.placements().len())
+        .filter(|&p| p != baseline)
+        .enumerate()
+    {
         let predicted = forest_out_of_fold(table, folds, features, probe, params)?;
         let error =
             Accuracy::new(predicted.mean.view(), table.relative(), &[baseline, probe]).overall();
         let id = &table.placements()[probe].id;
-        tracing::info!(probe = %id, mean = error.mean, worst = error.worst, "probe candidate");
+        // Progress: this loop is what takes the time of evaluate, fit and train.
+        tracing::info!(
+            probe = %id,
+            mean = error.mean,
+            worst = error.worst,
+            "probe candidate {} of {n_candidates} cross-validated",
+            done + 1
+        );
         candidates.push(ProbeCandidate {
             placement: id.clone(),
             error,

@@ -31,6 +31,8 @@ pub(crate) struct PerformanceTable {
     /// rows x placements, performance over the row's baseline performance.
     relative: Array2<f64>,
     counter_names: Vec<String>,
+    /// Counters some records have and others lack: not features.
+    dropped_counters: Vec<String>,
 }
 
 impl PerformanceTable {
@@ -77,7 +79,7 @@ impl PerformanceTable {
         let relative = Array2::from_shape_fn((rows.len(), placements.len()), |(r, p)| {
             observations[r][p].value / observations[r][baseline].value
         });
-        let counter_names = common_counters(&observations);
+        let (counter_names, dropped_counters) = common_counters(&observations);
         Self {
             placements,
             baseline,
@@ -85,6 +87,7 @@ impl PerformanceTable {
             observations,
             relative,
             counter_names,
+            dropped_counters,
         }
     }
 
@@ -106,6 +109,10 @@ impl PerformanceTable {
 
     pub(crate) fn counter_names(&self) -> &[String] {
         &self.counter_names
+    }
+
+    pub(crate) fn dropped_counters(&self) -> &[String] {
+        &self.dropped_counters
     }
 
     /// The feature matrix for the given rows, observing `probe` as the second placement.
@@ -147,11 +154,12 @@ impl PerformanceTable {
     }
 }
 
-/// Counters present in every observation: a counter some runs lack cannot be a feature.
-fn common_counters(observations: &[Vec<Observation>]) -> Vec<String> {
+/// Counters present in every observation (a counter some runs lack cannot be a feature),
+/// and those left out for that.
+fn common_counters(observations: &[Vec<Observation>]) -> (Vec<String>, Vec<String>) {
     let mut all = observations.iter().flatten();
     let Some(first) = all.next() else {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     };
     let mut common: BTreeSet<&String> = first.counters.keys().collect();
     for o in all {
@@ -169,5 +177,24 @@ fn common_counters(observations: &[Vec<Observation>]) -> Vec<String> {
             "counters missing from some records are not used as features"
         );
     }
-    common.into_iter().cloned().collect()
+    (
+        common.into_iter().cloned().collect(),
+        dropped.into_iter().cloned().collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_counter_some_records_lack_is_left_out_and_named() {
+        let data = crate::test_data::standard();
+        let mut records = data.records().to_vec();
+        records[0].counters.insert("llc_misses".into(), 1.0);
+        let data = Dataset::from_parts(data.header().clone(), records).expect("valid");
+        let table = PerformanceTable::new(&data, 0);
+        assert_eq!(table.counter_names(), ["ipc"]);
+        assert_eq!(table.dropped_counters(), ["llc_misses"]);
+    }
 }

@@ -188,6 +188,13 @@ pub fn evaluation_tables(e: &Evaluation) -> String {
         "forest and category mean use the baseline and probe observations; the iterative method \
          (algorithm 4) measured {measured:.1} placements per workload on average"
     );
+    if !e.dropped_counters.is_empty() {
+        let _ = writeln!(
+            out,
+            "counters left out because some records lack them: {} (collect them on every run to use them)",
+            e.dropped_counters.join(", ")
+        );
+    }
     out.push_str(&category_comparison(e));
     let _ = writeln!(out, "\nper placement:\n{}", cols.header("placement", width));
     for (p, id) in e.placements.iter().enumerate() {

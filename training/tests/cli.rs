@@ -98,6 +98,14 @@ fn simulate_fit_evaluate_and_every_output_says_simulated() {
         text.contains("prediction intervals (nominal 90%") && text.contains("coverage"),
         "{text}"
     );
+    assert!(
+        text.contains("categories assigned by the tree (linfa-trees) and by interval rules"),
+        "{text}"
+    );
+    // Progress on stderr, plain text when stderr is not a terminal.
+    let err = String::from_utf8_lossy(&eval.stderr);
+    assert!(err.contains("probe candidate 1 of "), "{err}");
+    assert!(!err.contains('\x1b'), "{err}");
     let plots: Vec<_> = std::fs::read_dir(dir.path().join("plots"))
         .expect("plots written")
         .filter_map(Result::ok)

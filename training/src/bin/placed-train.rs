@@ -379,9 +379,15 @@ fn main() -> ExitCode {
     };
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        // Colour codes only for a person at a terminal, not in a log file or a pipe.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                // Warnings, and the probe search's progress: it is most of what
+                // evaluate, fit and train spend their time on.
+                .unwrap_or_else(|_| {
+                    tracing_subscriber::EnvFilter::new("warn,placed_models::probe=info")
+                }),
         )
         .init();
     match run(cli) {
