@@ -16,7 +16,7 @@ pub struct ErrorSummary {
 }
 
 impl ErrorSummary {
-    fn of(values: impl Iterator<Item = f64>) -> Option<Self> {
+    pub(crate) fn of(values: impl Iterator<Item = f64>) -> Option<Self> {
         let (mut sum, mut worst, mut cells) = (0.0, 0.0_f64, 0);
         for v in values {
             sum += v;

@@ -12,6 +12,7 @@
 //! - [`accuracy`]: absolute percentage errors, mean and worst.
 //! - [`gate`]: the accuracy gate a model must pass to move containers.
 //! - [`interval`]: prediction intervals calibrated on the held-out folds (conformal).
+//! - [`check`]: a fitted model applied to data it was not trained on.
 //! - [`categories`]: k-means categories, the category tree (linfa-trees), the iterative
 //!   method (algorithm 4), novelty.
 //! - [`evaluation`]: probe selection and the cross-validated comparison of the forest, the
@@ -42,6 +43,7 @@
 pub mod accuracy;
 pub mod atomic_file;
 pub mod categories;
+pub mod check;
 pub mod cv;
 pub mod data;
 pub mod evaluation;

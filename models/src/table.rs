@@ -111,6 +111,11 @@ impl PerformanceTable {
         &self.counter_names
     }
 
+    /// The observation of row `row` in placement column `placement`.
+    pub(crate) fn observation(&self, row: usize, placement: usize) -> &Observation {
+        &self.observations[row][placement]
+    }
+
     pub(crate) fn dropped_counters(&self) -> &[String] {
         &self.dropped_counters
     }

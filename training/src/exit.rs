@@ -52,6 +52,12 @@ fn known(e: &(dyn Error + 'static)) -> Option<Exit> {
             return Some(Exit::BadInput);
         }
     }
+    if let Some(c) = e.downcast_ref::<placed_models::check::CheckError>() {
+        // Data of another machine, or without the model's placements.
+        if !matches!(c, placed_models::check::CheckError::Predict { .. }) {
+            return Some(Exit::BadInput);
+        }
+    }
     if let Some(d) = e.downcast_ref::<DataFileError>() {
         return data_file(d);
     }

@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use placed_models::accuracy::{Accuracy, ErrorSummary};
+use placed_models::check::CheckReport;
 use placed_models::interval::{Calibration, CellCoverage, Score};
 use placed_models::model::ProbeCandidate;
 use placed_models::{Dataset, Evaluation, Model, Provenance};
@@ -114,6 +115,109 @@ fn category_comparison(e: &Evaluation) -> String {
             cell(Some(mean.accuracy.overall())),
             cell(Some(iterative.accuracy.overall())),
             per_row(measured)
+        );
+    }
+    out
+}
+
+/// A model checked on data it was not trained on: overall, per placement and per workload.
+pub fn check_tables(c: &CheckReport, model: &Model) -> String {
+    let machine = model.machine();
+    let mut out = banner(c.provenance, &machine.fingerprint, machine.v);
+    let _ = writeln!(
+        out,
+        "model {} on {} workload runs; errors in % over the placements predicted (all but the baseline {} and the probe {})",
+        c.model_id,
+        c.runs.len(),
+        model.baseline(),
+        model.probe()
+    );
+    if model.provenance() != c.provenance {
+        let _ = writeln!(
+            out,
+            "the model was trained on {} data, this data is {}",
+            model.provenance(),
+            c.provenance
+        );
+    }
+    let coverage = c.coverage().map_or_else(
+        || "no intervals (the model has no calibration)".to_owned(),
+        |v| format!("interval coverage {:.1}% (nominal 90%)", 100.0 * v),
+    );
+    let n = c.novelty();
+    let _ = writeln!(
+        out,
+        "\noverall: {}; {coverage}\nnovelty: {} of {} runs flagged; {} runs more than {}% off somewhere, {} of them flagged",
+        c.overall().map_or_else(
+            || "nothing predicted".to_owned(),
+            |s| format!(
+                "{:.2}% mean, {:.2}% worst over {} cells",
+                s.mean, s.worst, s.cells
+            )
+        ),
+        n.flagged,
+        n.runs,
+        n.far_off,
+        placed_models::check::FAR_OFF_PERCENT,
+        n.far_off_flagged
+    );
+    let width = c
+        .placements
+        .iter()
+        .map(String::len)
+        .max()
+        .unwrap_or(9)
+        .max(9);
+    let _ = writeln!(
+        out,
+        "\nper placement:\n{:<width$}  {:>6} {:>7}",
+        "placement", "mean", "worst"
+    );
+    for (p, id) in c.placements.iter().enumerate() {
+        match c.placement(p) {
+            Some(s) => {
+                let _ = writeln!(out, "{id:<width$}  {}", cell(Some(s)));
+            }
+            None => {
+                let _ = writeln!(out, "{id:<width$}  (measured)");
+            }
+        }
+    }
+    let mut workloads: Vec<&str> = c.runs.iter().map(|r| r.row.workload.as_str()).collect();
+    workloads.dedup();
+    let width = workloads.iter().map(|w| w.len()).max().unwrap_or(8).max(8);
+    let _ = writeln!(
+        out,
+        "\nper workload:\n{:<width$}  {:>4}  {:>6} {:>7}  {:>8}  {:>5}",
+        "workload", "runs", "mean", "worst", "covered", "novel"
+    );
+    let mut seen = std::collections::BTreeSet::new();
+    for w in c.runs.iter().map(|r| r.row.workload.as_str()) {
+        if !seen.insert(w) {
+            continue;
+        }
+        let runs: Vec<_> = c.runs.iter().filter(|r| r.row.workload == w).collect();
+        let errors = runs.iter().flat_map(|r| r.errors.iter().flatten().copied());
+        let (sum, worst, cells) =
+            errors.fold((0.0, 0.0_f64, 0), |(s, m, n), e| (s + e, m.max(e), n + 1));
+        let figures = if cells == 0 {
+            format!("{:>6} {:>7}", "-", "-")
+        } else {
+            format!("{:6.2} {:7.2}", sum / f64::from(cells), worst)
+        };
+        let (covered, with) = runs
+            .iter()
+            .fold((0, 0), |(c, n), r| (c + r.covered, n + r.with_interval));
+        let covered = if with == 0 {
+            "-".to_owned()
+        } else {
+            format!("{covered}/{with}")
+        };
+        let novel = runs.iter().filter(|r| r.novel).count();
+        let _ = writeln!(
+            out,
+            "{w:<width$}  {:>4}  {figures}  {covered:>8}  {novel:>5}",
+            runs.len()
         );
     }
     out

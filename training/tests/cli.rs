@@ -238,6 +238,60 @@ fn two_placements_are_nothing_to_predict_never_zero_error() {
 }
 
 #[test]
+fn check_applies_a_model_to_data_it_was_not_trained_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    simulate(dir.path(), TOPOLOGY, "8", "0.01");
+    assert!(fit(dir.path(), &["--accept-inaccurate"]).status.success());
+    // Another collection: other workloads of the same machine class and v.
+    let other = placed_train(
+        &[
+            "simulate",
+            "--synthetic",
+            TOPOLOGY,
+            "--vcpus",
+            "8",
+            "--families",
+            "3",
+            "--workloads-per-family",
+            "2",
+            "--seed",
+            "7",
+            "--out",
+            "other.jsonl",
+        ],
+        dir.path(),
+    );
+    assert!(other.status.success());
+    let out = placed_train(
+        &["check", "--model", "model.json", "--data", "other.jsonl"],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{out:?}");
+    let text = stdout(&out);
+    assert!(text.contains("SIMULATED DATA"), "{text}");
+    assert!(text.contains("on 6 workload runs"), "{text}");
+    assert!(
+        text.contains("% mean, ") && text.contains("interval coverage"),
+        "{text}"
+    );
+    assert!(
+        text.contains("novelty: ") && text.contains("per workload"),
+        "{text}"
+    );
+    assert_eq!(text.matches("(measured)").count(), 2, "{text}");
+
+    // Data of another v is refused, naming both.
+    simulate(dir.path(), TOPOLOGY, "4", "0.01");
+    let out = placed_train(
+        &["check", "--model", "model.json", "--data", "data.jsonl"],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("v = 4") && err.contains("v = 8"), "{err}");
+}
+
+#[test]
 fn a_model_that_passes_the_gate_is_written_unmarked() {
     let dir = tempfile::tempdir().expect("tempdir");
     simulate(dir.path(), TOPOLOGY, "8", "0.01");

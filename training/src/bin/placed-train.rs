@@ -82,6 +82,16 @@ enum Cli {
         #[command(flatten)]
         train: TrainFlags,
     },
+    /// Apply a fitted model to a data file it was not trained on (another host of the
+    /// class, a later collection): errors, interval coverage and novelty flags per workload.
+    Check {
+        /// The model file.
+        #[arg(long)]
+        model: PathBuf,
+        /// Data to check it on (JSON lines, see docs/models.md).
+        #[arg(long)]
+        data: PathBuf,
+    },
     /// Replay the placement policies on a data file (thesis §2.5): per goal, the containers
     /// per machine each policy packs and how far each workload falls short of the goal.
     Policies {
@@ -555,6 +565,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 let written = plot::write_plots(&evaluation, &dir)?;
                 println!("\nwrote {} plots into {}", written.len(), dir.display());
             }
+        }
+        Cli::Check { model, data } => {
+            let model = placed_models::Model::load(&model)?;
+            let dataset = Dataset::load(&data)?;
+            print!("{}", report::left_out(&dataset));
+            let checked = placed_models::check::check(&model, &dataset)?;
+            print!("{}", report::check_tables(&checked, &model));
         }
         Cli::Policies {
             data,
