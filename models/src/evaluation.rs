@@ -52,6 +52,9 @@ pub struct Evaluation {
     pub forest: Predicted,
     /// rows x placements: the spread across the forest's trees of each held-out prediction.
     pub forest_spread: Array2<f64>,
+    /// rows x placements: the lower end of each held-out prediction's interval, calibrated
+    /// without the row's family; NaN for the measured placements or where unbounded.
+    pub forest_low: Array2<f64>,
     /// Intervals calibrated on the forest's held-out predictions, with their coverage
     /// measured one family at a time.
     pub calibration: Calibration,
@@ -112,14 +115,15 @@ pub(crate) fn evaluate_table(
             forest_out_of_fold(table, &folds, &features, probe, &cv_forest)?.mean,
         ))
     };
-    let calibration = HeldOut {
+    let held_out = HeldOut {
         predicted: forest_values.view(),
         spread: selection.predicted.spread.view(),
         actual: table.relative(),
         measured: &measured,
         rows: table.rows(),
-    }
-    .calibrate(options.intervals);
+    };
+    let calibration = held_out.calibrate(options.intervals);
+    let forest_low = held_out.lower_bounds(options.intervals);
     let categorised = category_out_of_fold(table, &folds, probe, &options.categories)?;
     let header = data.header();
     Ok(Evaluation {
@@ -137,6 +141,7 @@ pub(crate) fn evaluate_table(
         probe_candidates: selection.candidates,
         forest: predicted(forest_values),
         forest_spread: selection.predicted.spread,
+        forest_low,
         calibration,
         category_mean: predicted(categorised.two_observations.values),
         iterative: predicted(categorised.iterative.values),

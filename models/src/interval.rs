@@ -11,7 +11,7 @@
 //! a calibration fitted on every other family's scores, so a figure is never judged on the
 //! scores it was fitted on.
 
-use ndarray::ArrayView2;
+use ndarray::{Array2, ArrayView2};
 use serde::{Deserialize, Serialize};
 
 use crate::table::RowInfo;
@@ -274,6 +274,32 @@ impl HeldOut<'_> {
             .collect()
     }
 
+    /// Per row and placement, the lower end of the interval from a calibration fitted
+    /// without the row's family: what the daemon's lower-bound rule holds against a goal,
+    /// out of fold. NaN for a measured placement, or where too few other cells bound it.
+    pub(crate) fn lower_bounds(&self, params: IntervalParams) -> Array2<f64> {
+        let mut low = Array2::from_elem(self.actual.dim(), f64::NAN);
+        let mut families: Vec<&str> = self.rows.iter().map(|r| r.family.as_str()).collect();
+        families.sort_unstable();
+        families.dedup();
+        for p in (0..self.actual.ncols()).filter(|p| !self.measured.contains(p)) {
+            for family in &families {
+                let of_family = |r: usize| self.rows[r].family == *family;
+                let Some(fitted) =
+                    PlacementCalibration::fit(&self.cells(p, |r| !of_family(r)), params)
+                else {
+                    continue;
+                };
+                for r in (0..self.actual.nrows()).filter(|&r| of_family(r)) {
+                    let (pred, spread) = (self.predicted[[r, p]], self.spread[[r, p]]);
+                    let half = fitted.quantile * fitted.scale(params.score, pred, spread);
+                    low[[r, p]] = (pred - half).max(0.0);
+                }
+            }
+        }
+        low
+    }
+
     /// Fits the calibration on every held-out cell and measures its coverage by leaving
     /// one family out of the calibration at a time.
     pub(crate) fn calibrate(&self, params: IntervalParams) -> Calibration {
@@ -348,7 +374,6 @@ impl HeldOut<'_> {
 
 #[cfg(test)]
 mod tests {
-    use ndarray::Array2;
 
     use super::*;
 

@@ -342,8 +342,14 @@ fn policies_prints_a_table_json_and_plots_all_marked_simulated() {
         .filter(|l| l.contains('%') && !l.contains("sim-"))
         .filter(|l| l.starts_with("90%") || l.starts_with("100%") || l.starts_with("110%"))
         .collect();
-    assert_eq!(summary.len(), 3 * 4, "one summary line per goal and policy");
-    for policy in ["model", "smart-aggressive", "conservative", "one-placement"] {
+    assert_eq!(summary.len(), 3 * 5, "one summary line per goal and policy");
+    for policy in [
+        "model",
+        "model-lower-bound",
+        "smart-aggressive",
+        "conservative",
+        "one-placement",
+    ] {
         assert_eq!(
             summary
                 .iter()
@@ -384,8 +390,8 @@ fn policies_prints_a_table_json_and_plots_all_marked_simulated() {
         .collect();
     assert!(lines.iter().all(|l| l["provenance"] == "simulated"));
     let kinds = |kind: &str| lines.iter().filter(|l| l["kind"] == kind).count();
-    assert_eq!(kinds("summary"), 4, "one per policy at the one goal");
-    assert_eq!(kinds("workload"), 4 * 24);
+    assert_eq!(kinds("summary"), 5, "one per policy at the one goal");
+    assert_eq!(kinds("workload"), 5 * 24);
     let conservative = lines
         .iter()
         .find(|l| l["kind"] == "summary" && l["policy"] == "conservative")

@@ -60,5 +60,11 @@ fn the_model_policy_keeps_the_goal_and_packs_more_than_one_placement() {
             model.shortfall_mean < smart.shortfall_mean,
             "smart-aggressive packs blindly and misses more"
         );
+        // Holding the interval's lower end to the goal buys goals with containers: never
+        // more containers than the point rule, never fewer goals kept.
+        let lower = replay.summary(goal, Replayed::ModelLowerBound);
+        eprintln!("lower bound {lower:?}");
+        assert!(lower.containers <= model.containers, "{lower:?} {model:?}");
+        assert!(lower.met >= model.met, "{lower:?} {model:?}");
     }
 }

@@ -31,6 +31,9 @@ pub const DEFAULT_GOALS: [f64; 3] = [0.9, 1.0, 1.1];
 pub enum Replayed {
     /// The fewest units predicted to keep the goal (predictions out of fold).
     Model,
+    /// The same with the lower end of each prediction's calibrated interval held against
+    /// the goal (`policy.goal_bound = "lower-bound"`).
+    ModelLowerBound,
     /// The fewest units, best interconnect.
     SmartAggressive,
     /// The whole machine for one container.
@@ -42,8 +45,9 @@ pub enum Replayed {
 
 impl Replayed {
     /// Every replayed policy, in display order.
-    pub const ALL: [Self; 4] = [
+    pub const ALL: [Self; 5] = [
         Self::Model,
+        Self::ModelLowerBound,
         Self::SmartAggressive,
         Self::Conservative,
         Self::OnePlacement,
@@ -53,6 +57,7 @@ impl Replayed {
     pub fn name(self) -> &'static str {
         match self {
             Self::Model => "model",
+            Self::ModelLowerBound => "model-lower-bound",
             Self::SmartAggressive => "smart-aggressive",
             Self::Conservative => "conservative",
             Self::OnePlacement => "one-placement",
@@ -386,16 +391,17 @@ fn cells_for(
             .placements
             .iter()
             .zip(e.forest.values.row(row))
-            .map(|(id, &relative)| Predicted {
+            .zip(e.forest_low.row(row))
+            .map(|((id, &relative), &low)| Predicted {
                 placement: id.clone(),
                 relative,
                 spread: 0.0,
-                // The replay is of the thesis's rule, the point prediction.
-                low: None,
+                // Out of fold, as the point: calibrated without this row's family.
+                low: (replayed == Replayed::ModelLowerBound && low.is_finite()).then_some(low),
             })
             .collect();
         let policy = match replayed {
-            Replayed::Model => Policy::Model { goal },
+            Replayed::Model | Replayed::ModelLowerBound => Policy::Model { goal },
             Replayed::SmartAggressive => Policy::SmartAggressive,
             Replayed::Conservative => Policy::Conservative,
             Replayed::OnePlacement => Policy::Pinned {
@@ -407,7 +413,11 @@ fn cells_for(
             placements: layout.set,
             available: &layout.all,
             predictions: Some(&predictions),
-            goal_bound: policy::GoalBound::Point,
+            goal_bound: if replayed == Replayed::ModelLowerBound {
+                policy::GoalBound::LowerBound
+            } else {
+                policy::GoalBound::Point
+            },
         };
         let decide_error = |source| ReplayError::Decide {
             policy: replayed.name(),

@@ -80,11 +80,15 @@ pub fn text(r: &Replay) -> String {
                 cell(1),
                 cell(2),
                 cell(3),
+                cell(4),
             ]);
         }
     }
-    let [a, b, c, d] = Replayed::ALL.map(|p| p.name());
-    out.push_str(&aligned(["GOAL", "WORKLOAD", "FAMILY", a, b, c, d], &rows));
+    let [a, b, c, d, e] = Replayed::ALL.map(|p| p.name());
+    out.push_str(&aligned(
+        ["GOAL", "WORKLOAD", "FAMILY", a, b, c, d, e],
+        &rows,
+    ));
     out
 }
 
