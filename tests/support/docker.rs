@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use placed_core::cpuset::CpuSet;
 
@@ -92,7 +93,31 @@ impl TestContainer {
             "-c",
             "/bin/sleep 100000 & /bin/sleep 100000 & wait",
         ])?;
+        c.wait_for_processes(3)?;
         Ok(c)
+    }
+
+    /// `docker run -d` returns once the entrypoint runs, before its shell has started the
+    /// two sleeps; tests count on all three (on a loaded machine one inspection saw only
+    /// the shell). Waits for them: a guard, not a timing, that only a container which never
+    /// starts them reaches.
+    fn wait_for_processes(&self, n: usize) -> Result<(), String> {
+        let guard = Instant::now() + Duration::from_secs(120);
+        loop {
+            // `docker top NAME -o pid`: a header line, then one pid per process.
+            let top = docker(&["top", &self.name, "-o", "pid"])?;
+            let running = top.lines().skip(1).filter(|l| !l.trim().is_empty()).count();
+            if running >= n {
+                return Ok(());
+            }
+            if Instant::now() > guard {
+                return Err(format!(
+                    "{} has {running} processes after 120 s, expected {n}",
+                    self.name
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 }
 
