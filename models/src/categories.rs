@@ -462,8 +462,9 @@ impl TreeIterative {
             seen.push((placement, ratio));
             let assignment =
                 tree.assign(|p| seen.iter().find(|(q, _)| *q == p).map_or(1.0, |&(_, r)| r));
-            let novel = !(0..categories.categories.len())
-                .any(|c| categories.contains(c, placement, ratio, 0.0));
+            let novel = categories
+                .classify_by_intervals(placement, ratio, 0.0)
+                .novel;
             outcome = IterativeOutcome {
                 category: assignment.category,
                 measured: seen.len() + 1,

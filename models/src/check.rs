@@ -84,6 +84,32 @@ impl CheckReport {
         (cells > 0).then(|| covered as f64 / cells as f64)
     }
 
+    /// Per workload, in the order the data first names them.
+    pub fn workloads(&self) -> Vec<WorkloadCheck<'_>> {
+        let mut out: Vec<WorkloadCheck<'_>> = Vec::new();
+        for r in &self.runs {
+            if out.iter().any(|w| w.workload == r.row.workload) {
+                continue;
+            }
+            let runs: Vec<&RunCheck> = self
+                .runs
+                .iter()
+                .filter(|o| o.row.workload == r.row.workload)
+                .collect();
+            out.push(WorkloadCheck {
+                workload: &r.row.workload,
+                runs: runs.len(),
+                error: ErrorSummary::of(
+                    runs.iter().flat_map(|o| o.errors.iter().flatten().copied()),
+                ),
+                covered: runs.iter().map(|o| o.covered).sum(),
+                with_interval: runs.iter().map(|o| o.with_interval).sum(),
+                novel: runs.iter().filter(|o| o.novel).count(),
+            });
+        }
+        out
+    }
+
     /// Runs flagged novel, runs more than [`FAR_OFF_PERCENT`] off, and those of them flagged.
     pub fn novelty(&self) -> NoveltyCounts {
         let flagged = self.runs.iter().filter(|r| r.novel).count();
@@ -96,6 +122,23 @@ impl CheckReport {
             far_off_flagged,
         }
     }
+}
+
+/// One workload's runs checked, together.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkloadCheck<'a> {
+    /// Workload name.
+    pub workload: &'a str,
+    /// Its runs in the data.
+    pub runs: usize,
+    /// Mean and worst error over its predicted cells.
+    pub error: Option<ErrorSummary>,
+    /// Predicted cells whose interval held the measurement.
+    pub covered: usize,
+    /// Predicted cells that had an interval.
+    pub with_interval: usize,
+    /// Runs flagged novel.
+    pub novel: usize,
 }
 
 /// How well the novelty warning picked out the runs the model got wrong.

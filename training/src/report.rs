@@ -161,13 +161,7 @@ pub fn check_tables(c: &CheckReport, model: &Model) -> String {
         placed_models::check::FAR_OFF_PERCENT,
         n.far_off_flagged
     );
-    let width = c
-        .placements
-        .iter()
-        .map(String::len)
-        .max()
-        .unwrap_or(9)
-        .max(9);
+    let width = id_width(&c.placements);
     let _ = writeln!(
         out,
         "\nper placement:\n{:<width$}  {:>6} {:>7}",
@@ -183,44 +177,39 @@ pub fn check_tables(c: &CheckReport, model: &Model) -> String {
             }
         }
     }
-    let mut workloads: Vec<&str> = c.runs.iter().map(|r| r.row.workload.as_str()).collect();
-    workloads.dedup();
-    let width = workloads.iter().map(|w| w.len()).max().unwrap_or(8).max(8);
+    let workloads = c.workloads();
+    let width = workloads
+        .iter()
+        .map(|w| w.workload.len())
+        .max()
+        .unwrap_or(8)
+        .max(8);
     let _ = writeln!(
         out,
-        "\nper workload:\n{:<width$}  {:>4}  {:>6} {:>7}  {:>8}  {:>5}",
-        "workload", "runs", "mean", "worst", "covered", "novel"
+        "\nper workload:\n{:<width$}  {:>4}  {:>14}  {:>8}  {:>5}",
+        "workload", "runs", "mean   worst", "covered", "novel"
     );
-    let mut seen = std::collections::BTreeSet::new();
-    for w in c.runs.iter().map(|r| r.row.workload.as_str()) {
-        if !seen.insert(w) {
-            continue;
-        }
-        let runs: Vec<_> = c.runs.iter().filter(|r| r.row.workload == w).collect();
-        let errors = runs.iter().flat_map(|r| r.errors.iter().flatten().copied());
-        let (sum, worst, cells) =
-            errors.fold((0.0, 0.0_f64, 0), |(s, m, n), e| (s + e, m.max(e), n + 1));
-        let figures = if cells == 0 {
-            format!("{:>6} {:>7}", "-", "-")
-        } else {
-            format!("{:6.2} {:7.2}", sum / f64::from(cells), worst)
-        };
-        let (covered, with) = runs
-            .iter()
-            .fold((0, 0), |(c, n), r| (c + r.covered, n + r.with_interval));
-        let covered = if with == 0 {
+    for w in workloads {
+        let covered = if w.with_interval == 0 {
             "-".to_owned()
         } else {
-            format!("{covered}/{with}")
+            format!("{}/{}", w.covered, w.with_interval)
         };
-        let novel = runs.iter().filter(|r| r.novel).count();
         let _ = writeln!(
             out,
-            "{w:<width$}  {:>4}  {figures}  {covered:>8}  {novel:>5}",
-            runs.len()
+            "{:<width$}  {:>4}  {:>14}  {covered:>8}  {:>5}",
+            w.workload,
+            w.runs,
+            cell(w.error),
+            w.novel
         );
     }
     out
+}
+
+/// Width of a column of placement ids, at least as wide as its header.
+fn id_width(ids: &[String]) -> usize {
+    ids.iter().map(String::len).max().unwrap_or(9).max(9)
 }
 
 /// Every probe candidate's cross-validated error, the chosen one marked.
@@ -270,13 +259,7 @@ pub fn evaluation_tables(e: &Evaluation) -> String {
         e.placements.len().saturating_sub(2)
     );
     out.push_str(&probe_table(&e.probe_candidates, &e.placements[e.probe]));
-    let width = e
-        .placements
-        .iter()
-        .map(String::len)
-        .max()
-        .unwrap_or(9)
-        .max(9);
+    let width = id_width(&e.placements);
     let cols = Columns {
         forest: &e.forest.accuracy,
         category: &e.category_mean.accuracy,
