@@ -111,9 +111,11 @@ pub struct Predicted {
     pub placement: String,
     pub relative: f64,
     pub spread: f64,
-    /// Lower end of the model's calibrated interval of `relative`; `None` for a measured
+    /// The model's calibrated interval of `relative` (low, high); `None` for a measured
     /// placement or a model without calibration.
-    pub low: Option<f64>,
+    pub interval: Option<(f64, f64)>,
+    /// Measured in this placement rather than predicted.
+    pub measured: bool,
 }
 
 /// What the model policy holds against its goal.
@@ -294,7 +296,7 @@ impl Decision<'_, '_> {
         let p = self.s.predictions?.iter().find(|p| p.placement == id)?;
         Some(match self.s.goal_bound {
             GoalBound::Point => p.relative,
-            GoalBound::LowerBound => p.low.unwrap_or(p.relative),
+            GoalBound::LowerBound => p.interval.map_or(p.relative, |(low, _)| low),
         })
     }
 
@@ -341,6 +343,105 @@ impl Decision<'_, '_> {
         }
         Err(self.no_room("any predicted placement".into()))
     }
+}
+
+/// Why the model policy measures one more placement before it moves a container: the
+/// choice would change with that cell's true value, or the model says it does not know
+/// this kind of workload (docs/design.md, "Decisions").
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThirdMeasurement {
+    pub placement: String,
+    pub hinge: Hinge,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Hinge {
+    /// The cell's interval holds the goal: measured, it may meet the goal or miss it, and
+    /// it is the first placement in the policy's order for which that changes the choice.
+    Straddles { low: f64, high: f64, goal: f64 },
+    /// No training workload behaved like this container: the placement the policy would
+    /// choose is measured before the container is left there.
+    Novel,
+}
+
+impl std::fmt::Display for ThirdMeasurement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.hinge {
+            Hinge::Straddles { low, high, goal } => write!(
+                f,
+                "{} measured as well: its predicted interval {low:.2}-{high:.2} holds the goal {goal}",
+                self.placement
+            ),
+            Hinge::Novel => write!(
+                f,
+                "{} measured as well: the container is unlike every training workload",
+                self.placement
+            ),
+        }
+    }
+}
+
+/// The placement to measure before the model policy with `goal` moves a container, if any:
+/// for a novel container the placement the policy chooses; otherwise the first predicted
+/// placement, in the policy's order (fewest units, then the highest prediction), whose
+/// calibrated interval holds the goal and which fits on the available units, among those
+/// the choice hinges on: the choice itself (it may miss the goal) and every placement of
+/// fewer units (it may meet it, for less). Cells without an interval (measured, or an
+/// uncalibrated model) never straddle.
+pub fn third_measurement(
+    goal: f64,
+    s: &Situation<'_>,
+    novel: bool,
+) -> Result<Option<ThirdMeasurement>, PolicyError> {
+    let preds = s.predictions.ok_or(PolicyError::NoPrediction)?;
+    let d = Decision { s, m: s.machine };
+    let choice = d.model(goal)?;
+    let cell = |id: &str| preds.iter().find(|p| p.placement == id);
+    if novel {
+        return Ok(choice
+            .placement
+            .filter(|id| cell(id).is_some_and(|p| !p.measured))
+            .map(|placement| ThirdMeasurement {
+                placement,
+                hinge: Hinge::Novel,
+            }));
+    }
+    // A choice that misses the goal (nothing free keeps it) bounds nothing.
+    let chosen = choice
+        .placement
+        .as_deref()
+        .filter(|id| d.goal_value_of(id).is_some_and(|r| r >= goal))
+        .and_then(|id| s.placements.get(id));
+    let hinges =
+        |p: &Placement| chosen.is_none_or(|c| p.units.len() < c.units.len() || p.id == c.id);
+    let mut order: Vec<(&Placement, &Predicted)> = s
+        .placements
+        .placements
+        .iter()
+        .filter(|p| hinges(p))
+        .filter_map(|p| cell(&p.id).map(|c| (p, c)))
+        .collect();
+    order.sort_by(|a, b| {
+        a.0.units
+            .len()
+            .cmp(&b.0.units.len())
+            .then(b.1.relative.total_cmp(&a.1.relative))
+    });
+    for (p, c) in order {
+        let Some((low, high)) = c.interval.filter(|_| !c.measured) else {
+            continue;
+        };
+        if !(low < goal && goal <= high) {
+            continue;
+        }
+        if instantiate(s.machine, s.placements.vcpus, p, s.available)?.is_some() {
+            return Ok(Some(ThirdMeasurement {
+                placement: p.id.clone(),
+                hinge: Hinge::Straddles { low, high, goal },
+            }));
+        }
+    }
+    Ok(None)
 }
 
 fn filterable_sum(m: &Machine, p: &Placement) -> i64 {
@@ -487,7 +588,8 @@ mod tests {
                 },
                 spread: 0.01,
                 // The four-node placements' calibrated intervals reach down to 0.85.
-                low: (p.units.len() == 4).then_some(0.85),
+                interval: (p.units.len() == 4).then_some((0.85, 1.05)),
+                measured: false,
             })
             .collect();
         let all: Vec<usize> = (0..8).collect();
@@ -526,6 +628,142 @@ mod tests {
         // A goal the lower bound meets still takes four.
         let t = decide(&Policy::Model { goal: 0.8 }, &s3).unwrap().unwrap();
         assert_eq!(t.units.len(), 4);
+    }
+
+    /// The Opteron's predictions: two nodes at 0.7 (interval 0.6-0.78), four at 0.95
+    /// (0.85-1.05), eight at 1.0 (measured).
+    fn straddling(set: &PlacementSet) -> Vec<Predicted> {
+        set.placements
+            .iter()
+            .map(|p| {
+                let (relative, interval) = match p.units.len() {
+                    2 => (0.7, Some((0.6, 0.78))),
+                    4 => (0.95 + (p.scores[3] as f64) / 1e6, Some((0.85, 1.05))),
+                    _ => (1.0, None),
+                };
+                Predicted {
+                    placement: p.id.clone(),
+                    relative,
+                    spread: 0.01,
+                    interval,
+                    measured: interval.is_none(),
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_third_measurement_goes_to_the_first_cell_whose_interval_holds_the_goal() {
+        let (m, set) = opteron();
+        let predictions = straddling(&set);
+        let all: Vec<usize> = (0..8).collect();
+        let s = Situation {
+            machine: &m,
+            placements: &set,
+            available: &all,
+            predictions: Some(&predictions),
+            goal_bound: GoalBound::Point,
+        };
+        let best_four = "numa4-package2-l2x8-ic2.759";
+        // On the point the policy takes four nodes, whose interval reaches below 0.9: that
+        // very cell is measured before the move.
+        let t = third_measurement(0.9, &s, false).unwrap().unwrap();
+        assert_eq!(t.placement, best_four);
+        assert_eq!(
+            t.hinge,
+            Hinge::Straddles {
+                low: 0.85,
+                high: 1.05,
+                goal: 0.9
+            }
+        );
+        assert!(
+            t.to_string().contains("0.85-1.05 holds the goal 0.9"),
+            "{t}"
+        );
+        // Where the choice's own interval keeps the goal, other four-node cells (no cheaper)
+        // change nothing.
+        let sure_choice: Vec<Predicted> = predictions
+            .iter()
+            .map(|p| Predicted {
+                interval: if p.placement == best_four {
+                    Some((0.92, 1.0))
+                } else {
+                    p.interval
+                },
+                ..p.clone()
+            })
+            .collect();
+        let s_sure_choice = Situation {
+            predictions: Some(&sure_choice),
+            ..s
+        };
+        assert_eq!(third_measurement(0.9, &s_sure_choice, false).unwrap(), None);
+        // On the lower bound it takes eight; the four-node cell, smaller, might do.
+        let sure = Situation {
+            goal_bound: GoalBound::LowerBound,
+            ..s
+        };
+        assert_eq!(
+            third_measurement(0.9, &sure, false)
+                .unwrap()
+                .unwrap()
+                .placement,
+            best_four
+        );
+        // Goal 0.8: four nodes surely meet it and the two-node cells surely miss it.
+        assert_eq!(third_measurement(0.8, &sure, false).unwrap(), None);
+        // Goal 0.75: the two-node cells straddle, and come first.
+        let t = third_measurement(0.75, &sure, false).unwrap().unwrap();
+        assert_eq!(set.get(&t.placement).unwrap().units.len(), 2);
+        // Only units 0-1 free: the four-node cells cannot be had, so nothing hinges on them.
+        let crowded = Situation {
+            available: &[0, 1],
+            ..sure
+        };
+        assert_eq!(third_measurement(0.9, &crowded, false).unwrap(), None);
+        // Without calibration nothing straddles.
+        let bare: Vec<Predicted> = predictions
+            .iter()
+            .map(|p| Predicted {
+                interval: None,
+                ..p.clone()
+            })
+            .collect();
+        let uncalibrated = Situation {
+            predictions: Some(&bare),
+            ..sure
+        };
+        assert_eq!(third_measurement(0.9, &uncalibrated, false).unwrap(), None);
+    }
+
+    #[test]
+    fn a_novel_container_is_measured_where_the_policy_would_put_it() {
+        let (m, set) = opteron();
+        let predictions = straddling(&set);
+        let all: Vec<usize> = (0..8).collect();
+        let s = Situation {
+            machine: &m,
+            placements: &set,
+            available: &all,
+            predictions: Some(&predictions),
+            goal_bound: GoalBound::LowerBound,
+        };
+        // Even where no interval holds the goal.
+        let t = third_measurement(0.8, &s, true).unwrap().unwrap();
+        assert_eq!(t.hinge, Hinge::Novel);
+        let chosen = decide(&Policy::Model { goal: 0.8 }, &s).unwrap().unwrap();
+        assert_eq!(Some(t.placement), chosen.placement);
+        // A choice already measured needs no third measurement.
+        assert_eq!(third_measurement(0.95, &s, true).unwrap(), None);
+        let none = Situation {
+            predictions: None,
+            ..s
+        };
+        assert!(matches!(
+            third_measurement(0.9, &none, true),
+            Err(PolicyError::NoPrediction)
+        ));
     }
 
     #[test]

@@ -223,6 +223,8 @@ fn seeded_state(machine: &Machine, ids: &[(String, String)], placement: &str) ->
                     warnings: vec!["seeded by the benchmark: simulated".into()],
                     unix_ms: 0,
                     below_gate: None,
+                    novel: false,
+                    third: None,
                 }),
                 updated_unix_ms: 0,
                 on_override: None,

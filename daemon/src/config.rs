@@ -126,6 +126,10 @@ pub struct PolicyConfig {
     /// What the model policy holds against the goal: `point` (the prediction) or
     /// `lower-bound` (the lower end of the model's calibrated interval, where it has one).
     pub goal_bound: GoalBound,
+    /// Before the model policy moves a container, measure one more placement when the
+    /// choice hinges on a cell whose predicted interval holds the goal, or when the
+    /// container is unlike every training workload (docs/daemon.md, "Third measurement").
+    pub third_measurement: bool,
     /// A move must pay for itself within this time: predicted gain x horizon > migration time.
     #[serde(with = "humantime_serde")]
     pub horizon: Duration,
@@ -260,6 +264,7 @@ impl Default for PolicyConfig {
             default: "observe".into(),
             goal: 0.9,
             goal_bound: GoalBound::Point,
+            third_measurement: true,
             horizon: Duration::from_secs(600),
             drift: 0.15,
             // Three watch measurements (three minutes at the default watch interval): one or

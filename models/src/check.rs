@@ -112,15 +112,7 @@ impl CheckReport {
 
     /// Runs flagged novel, runs more than [`FAR_OFF_PERCENT`] off, and those of them flagged.
     pub fn novelty(&self) -> NoveltyCounts {
-        let flagged = self.runs.iter().filter(|r| r.novel).count();
-        let far_off = self.runs.iter().filter(|r| r.far_off()).count();
-        let far_off_flagged = self.runs.iter().filter(|r| r.far_off() && r.novel).count();
-        NoveltyCounts {
-            runs: self.runs.len(),
-            flagged,
-            far_off,
-            far_off_flagged,
-        }
+        NoveltyCounts::count(self.runs.iter().map(|r| (r.far_off(), r.novel)))
     }
 }
 
@@ -152,6 +144,36 @@ pub struct NoveltyCounts {
     pub far_off: usize,
     /// Of those, the flagged ones.
     pub far_off_flagged: usize,
+}
+
+impl NoveltyCounts {
+    /// Counts runs given as (more than [`FAR_OFF_PERCENT`] off, flagged novel).
+    pub fn count(runs: impl IntoIterator<Item = (bool, bool)>) -> Self {
+        runs.into_iter().fold(
+            Self {
+                runs: 0,
+                flagged: 0,
+                far_off: 0,
+                far_off_flagged: 0,
+            },
+            |c, (far_off, novel)| Self {
+                runs: c.runs + 1,
+                flagged: c.flagged + usize::from(novel),
+                far_off: c.far_off + usize::from(far_off),
+                far_off_flagged: c.far_off_flagged + usize::from(far_off && novel),
+            },
+        )
+    }
+
+    /// Share of the far-off runs flagged, percent; `None` when none is far off.
+    pub fn far_off_flagged_percent(&self) -> Option<f64> {
+        (self.far_off > 0).then(|| 100.0 * self.far_off_flagged as f64 / self.far_off as f64)
+    }
+
+    /// Share of all runs flagged, percent; `None` without runs.
+    pub fn flagged_percent(&self) -> Option<f64> {
+        (self.runs > 0).then(|| 100.0 * self.flagged as f64 / self.runs as f64)
+    }
 }
 
 /// Why the data cannot check the model.

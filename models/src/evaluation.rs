@@ -8,6 +8,7 @@ use ndarray::{Array2, Axis};
 
 use crate::accuracy::Accuracy;
 use crate::categories::{Categories, CategoryError, CategoryParams};
+use crate::check::{FAR_OFF_PERCENT, NoveltyCounts};
 use crate::cv::{Fold, leave_one_family_out};
 use crate::data::{Dataset, Provenance};
 use crate::features::{Feature, counter_features, performance_features};
@@ -55,6 +56,8 @@ pub struct Evaluation {
     /// rows x placements: the lower end of each held-out prediction's interval, calibrated
     /// without the row's family; NaN for the measured placements or where unbounded.
     pub forest_low: Array2<f64>,
+    /// The upper ends of the same intervals.
+    pub forest_high: Array2<f64>,
     /// Intervals calibrated on the forest's held-out predictions, with their coverage
     /// measured one family at a time.
     pub calibration: Calibration,
@@ -76,6 +79,26 @@ pub struct Evaluation {
     pub counter_baseline: Option<Predicted>,
     /// Counters some records have and others lack, left out of every feature set.
     pub dropped_counters: Vec<String>,
+    /// Per row, whether the novelty warning is raised, out of fold (categories found
+    /// without the row's family), as the daemon would raise it.
+    pub novel: Vec<bool>,
+}
+
+impl Evaluation {
+    /// How the out-of-fold novelty warning picks out the rows the forest gets more than
+    /// [`crate::check::FAR_OFF_PERCENT`] wrong in some predicted placement.
+    pub fn novelty(&self) -> NoveltyCounts {
+        let measured = [self.baseline, self.probe];
+        NoveltyCounts::count(self.novel.iter().enumerate().map(|(r, &novel)| {
+            let far_off = (0..self.placements.len())
+                .filter(|p| !measured.contains(p))
+                .any(|p| {
+                    let actual = self.actual[[r, p]];
+                    (self.forest.values[[r, p]] - actual).abs() / actual * 100.0 > FAR_OFF_PERCENT
+                });
+            (far_off, novel)
+        }))
+    }
 }
 
 /// Selects the probe and compares the three predictors on `data`.
@@ -123,7 +146,7 @@ pub(crate) fn evaluate_table(
         rows: table.rows(),
     };
     let calibration = held_out.calibrate(options.intervals);
-    let forest_low = held_out.lower_bounds(options.intervals);
+    let (forest_low, forest_high) = held_out.bounds(options.intervals);
     let categorised = category_out_of_fold(table, &folds, probe, &options.categories)?;
     let header = data.header();
     Ok(Evaluation {
@@ -142,6 +165,7 @@ pub(crate) fn evaluate_table(
         forest: predicted(forest_values),
         forest_spread: selection.predicted.spread,
         forest_low,
+        forest_high,
         calibration,
         category_mean: predicted(categorised.two_observations.values),
         iterative: predicted(categorised.iterative.values),
@@ -151,6 +175,7 @@ pub(crate) fn evaluate_table(
         iterative_intervals_measurements: categorised.iterative_intervals.measurements,
         counter_baseline,
         dropped_counters: table.dropped_counters().to_vec(),
+        novel: categorised.novel,
     })
 }
 
@@ -191,6 +216,8 @@ impl CategoryPredictions {
 
 /// The category predictors, each with the tree and with the thesis's interval rules.
 struct Categorised {
+    /// Per row, whether the novelty rule flags it (categories found without its family).
+    novel: Vec<bool>,
     two_observations: CategoryPredictions,
     iterative: CategoryPredictions,
     two_observations_intervals: CategoryPredictions,
@@ -216,6 +243,7 @@ fn category_out_of_fold(
         .collect();
     let workloads: Vec<&str> = table.rows().iter().map(|r| r.workload.as_str()).collect();
     let mut out = Categorised {
+        novel: vec![false; n_rows],
         two_observations: CategoryPredictions::new(n_rows, n_placements),
         iterative: CategoryPredictions::new(n_rows, n_placements),
         two_observations_intervals: CategoryPredictions::new(n_rows, n_placements),
@@ -232,6 +260,12 @@ fn category_out_of_fold(
             let observed = |p: usize| relative[[r, p]];
             // What the daemon reports for a container measured in the same two placements.
             let by_tree = categories.classify(probe, observed(probe), 0.0);
+            // The novelty warning as Model::predict raises it, from the measurements with
+            // their spreads.
+            let (ratio, uncertainty) = table
+                .observation(r, probe)
+                .ratio_over(table.observation(r, baseline));
+            out.novel[r] = categories.classify(probe, ratio, uncertainty).novel;
             out.two_observations
                 .values
                 .row_mut(r)

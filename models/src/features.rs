@@ -18,6 +18,17 @@ pub struct Observation {
     pub counters: BTreeMap<String, f64>,
 }
 
+impl Observation {
+    /// This observation over `baseline`, with the first-order propagation of both
+    /// relative spreads into the ratio: what the novelty rule classifies.
+    pub(crate) fn ratio_over(&self, baseline: &Observation) -> (f64, f64) {
+        (
+            self.value / baseline.value,
+            baseline.spread / baseline.value + self.spread / self.value,
+        )
+    }
+}
+
 /// Which of the two observations a counter comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -274,11 +274,13 @@ impl HeldOut<'_> {
             .collect()
     }
 
-    /// Per row and placement, the lower end of the interval from a calibration fitted
-    /// without the row's family: what the daemon's lower-bound rule holds against a goal,
-    /// out of fold. NaN for a measured placement, or where too few other cells bound it.
-    pub(crate) fn lower_bounds(&self, params: IntervalParams) -> Array2<f64> {
+    /// Per row and placement, the lower and upper ends of the interval from a calibration
+    /// fitted without the row's family: what the daemon's lower-bound rule and its third
+    /// measurement read, out of fold. NaN for a measured placement, or where too few other
+    /// cells bound it.
+    pub(crate) fn bounds(&self, params: IntervalParams) -> (Array2<f64>, Array2<f64>) {
         let mut low = Array2::from_elem(self.actual.dim(), f64::NAN);
+        let mut high = low.clone();
         let mut families: Vec<&str> = self.rows.iter().map(|r| r.family.as_str()).collect();
         families.sort_unstable();
         families.dedup();
@@ -294,10 +296,11 @@ impl HeldOut<'_> {
                     let (pred, spread) = (self.predicted[[r, p]], self.spread[[r, p]]);
                     let half = fitted.quantile * fitted.scale(params.score, pred, spread);
                     low[[r, p]] = (pred - half).max(0.0);
+                    high[[r, p]] = pred + half;
                 }
             }
         }
-        low
+        (low, high)
     }
 
     /// Fits the calibration on every held-out cell and measures its coverage by leaving

@@ -316,9 +316,7 @@ impl Model {
             .body
             .forest
             .predict_with_spread(ArrayView1::from(&x[..]))?;
-        let ratio = probe.value / baseline.value;
-        // First-order propagation of both measurements' relative spreads into the ratio.
-        let ratio_uncertainty = baseline.spread / baseline.value + probe.spread / probe.value;
+        let (ratio, ratio_uncertainty) = probe.ratio_over(baseline);
         let placements = self
             .body
             .placements

@@ -497,6 +497,8 @@ pub fn watched_under_model(
             warnings: Vec::new(),
             unix_ms: 0,
             below_gate: None,
+            novel: false,
+            third: None,
         }),
         metric: Some(metric),
         updated_unix_ms: 0,

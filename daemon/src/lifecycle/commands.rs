@@ -5,12 +5,12 @@
 use std::sync::Arc;
 
 use crate::state::{Lifecycle, PredictionRecord, VcpuSource};
-use placed_core::policy::{self, Policy, Situation};
+use placed_core::policy::Policy;
 use placed_core::reconcile::OnOverride;
 use placed_host::migrate::Mode;
 use placed_host::observe::{PushedError, SourceSpec};
 
-use super::decide::{already_there, predicted_list};
+use super::decide::already_there;
 use super::error::{DaemonError, joined};
 use super::evaluate::usable_prediction;
 use super::events::now_ms;
@@ -176,17 +176,8 @@ impl Daemon {
         let policy = policy.unwrap_or_else(|| record.policy.clone());
         policy.validate().map_err(DaemonError::policy)?;
         let set = self.shared.placements(record.vcpus)?;
-        let available = handle.available_units();
-        let predicted = usable_prediction(&record).map(predicted_list);
-        let situation = Situation {
-            machine: &self.shared.machine,
-            placements: &set,
-            available: &available,
-            predictions: predicted.as_deref(),
-            goal_bound: self.shared.config().policy.goal_bound,
-        };
-        let target = policy::decide(&policy, &situation)
-            .map_err(DaemonError::policy)?
+        let target = handle
+            .choose(&set, &policy, usable_prediction(&record))?
             .ok_or(DaemonError::NeverMoves {
                 policy: policy.name(),
             })?;

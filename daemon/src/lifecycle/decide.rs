@@ -51,7 +51,8 @@ pub(crate) fn predicted_list(p: &PredictionRecord) -> Vec<Predicted> {
             placement: x.placement.clone(),
             relative: x.relative,
             spread: x.spread,
-            low: x.interval.map(|i| i.low),
+            interval: x.interval.map(|i| (i.low, i.high)),
+            measured: x.measured,
         })
         .collect()
 }
@@ -89,16 +90,36 @@ impl Handle {
         policy: &Policy,
         prediction: Option<&PredictionRecord>,
     ) -> Result<Option<Target>, DaemonError> {
+        let target = self
+            .in_situation(set, prediction, |s| policy::decide(policy, s))
+            .map_err(DaemonError::policy)?;
+        // A decision on a prediction the model policy checked says so.
+        let third = prediction.and_then(|p| p.third.as_deref());
+        Ok(target.map(|mut t| {
+            if let (Policy::Model { .. }, Some(third)) = (policy, third) {
+                t.reason = format!("{}; {third}", t.reason);
+            }
+            t
+        }))
+    }
+
+    /// Runs `f` on the container's situation now: the units it may use, `prediction`, and
+    /// the configured goal bound.
+    pub(crate) fn in_situation<R>(
+        &self,
+        set: &PlacementSet,
+        prediction: Option<&PredictionRecord>,
+        f: impl FnOnce(&Situation<'_>) -> R,
+    ) -> R {
         let predicted = prediction.map(predicted_list);
         let available = self.available_units();
-        let situation = Situation {
+        f(&Situation {
             machine: &self.shared.machine,
             placements: set,
             available: &available,
             predictions: predicted.as_deref(),
             goal_bound: self.shared.config().policy.goal_bound,
-        };
-        policy::decide(policy, &situation).map_err(DaemonError::policy)
+        })
     }
 
     /// Applies `policy` and moves the container when that pays (automatic) or when ordered.

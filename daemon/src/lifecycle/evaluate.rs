@@ -8,7 +8,7 @@ use crate::state::{
     ContainerRecord, Lifecycle, ObservationRecord, PredictedRecord, PredictionRecord,
 };
 use placed_core::placement::{PlacementSet, instantiate};
-use placed_core::policy::Target;
+use placed_core::policy::{self, Target};
 use placed_host::cgroup::CgroupPath;
 use placed_host::migrate::Mode;
 use placed_host::observe::{
@@ -385,6 +385,80 @@ impl Handle {
         back?;
         Ok(prediction)
     }
+
+    /// The model policy's check before it moves a container on `prediction`: where the
+    /// choice hinges on a cell whose interval holds the goal, or the container is novel,
+    /// that placement is measured too and the measurement replaces the cell
+    /// ([`policy::third_measurement`]). Returns the prediction to decide on, or `None` when
+    /// the settings changed meanwhile. The caller holds the operation lock.
+    pub async fn third_measurement(
+        &self,
+        set: &PlacementSet,
+        goal: f64,
+        mut prediction: PredictionRecord,
+        source: &mut MetricSlot,
+        generation: u64,
+    ) -> Result<Option<PredictionRecord>, DaemonError> {
+        let shared = self.shared.clone();
+        if !shared.config().policy.third_measurement || prediction.third.is_some() {
+            return Ok(Some(prediction));
+        }
+        let which = self
+            .in_situation(set, Some(&prediction), |s| {
+                policy::third_measurement(goal, s, prediction.novel)
+            })
+            .map_err(DaemonError::policy)?;
+        let Some(which) = which else {
+            return Ok(Some(prediction));
+        };
+        let Some(baseline) = prediction.baseline_value().filter(|b| *b > 0.0) else {
+            return Ok(Some(prediction));
+        };
+        let rec = self.record()?;
+        let mut target = self.measurement_target(
+            set,
+            &rec,
+            Lifecycle::Probe,
+            &which.placement,
+            &prediction.model_id,
+        )?;
+        target.reason = which.to_string();
+        self.set_state(
+            Lifecycle::Probe,
+            &format!("measuring in {}: {which}", which.placement),
+        );
+        self.move_to(&target, &Mode::Kernel, Journal::EachMove)
+            .await?;
+        let m = source.measure_here(self, &self.record()?).await?;
+        let relative = m.estimate.value / baseline;
+        prediction.observations.push(ObservationRecord {
+            placement: which.placement.clone(),
+            value: m.estimate.value,
+            low: m.estimate.lo,
+            high: m.estimate.hi,
+            source: m.source.clone(),
+            windows: m.windows.len(),
+            dropped: m.dropped(),
+        });
+        if let Some(cell) = prediction
+            .placements
+            .iter_mut()
+            .find(|c| c.placement == which.placement)
+        {
+            cell.relative = relative;
+            cell.spread = 0.0;
+            cell.measured = true;
+            cell.interval = None;
+        }
+        let third = format!("{which}, and measured at {relative:.2} x baseline");
+        tracing::info!(container = %rec.name, "{third}");
+        prediction.third = Some(third);
+        if !self.with(|e| e.store_prediction(prediction.clone(), generation))? {
+            return Ok(None);
+        }
+        shared.persist().await?;
+        Ok(Some(prediction))
+    }
 }
 
 /// What the state file keeps of one prediction: the model, the two measurements, the
@@ -431,6 +505,8 @@ fn prediction_record(
         warnings,
         unix_ms: now_ms(),
         below_gate,
+        novel: predicted.novelty.is_some(),
+        third: None,
     }
 }
 

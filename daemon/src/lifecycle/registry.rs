@@ -242,6 +242,8 @@ mod tests {
             warnings: Vec::new(),
             unix_ms: 0,
             below_gate: None,
+            novel: false,
+            third: None,
         }
     }
 

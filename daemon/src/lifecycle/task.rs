@@ -139,7 +139,7 @@ async fn step(handle: &Handle, source: &mut MetricSlot) -> Result<Next, DaemonEr
                 );
                 Ok(Next::Idle)
             }
-            Policy::Model { .. } => {
+            Policy::Model { goal } => {
                 let guard = handle.begin("evaluating (baseline and probe)").await?;
                 // Settings changed while this task waited for the lock: start from them.
                 if !handle.unchanged_since(generation) {
@@ -152,7 +152,14 @@ async fn step(handle: &Handle, source: &mut MetricSlot) -> Result<Next, DaemonEr
                 else {
                     return Ok(Next::Again);
                 };
-                // The container sits in the probe placement: it moves on only if that pays.
+                let Some(prediction) = handle
+                    .third_measurement(&set, *goal, prediction, source, generation)
+                    .await?
+                else {
+                    return Ok(Next::Again);
+                };
+                // The container sits in the probe placement (or the third measurement's):
+                // it moves on only if that pays.
                 handle
                     .apply_policy(&set, &rec.policy, Some(&prediction), None, Why::Automatic)
                     .await?;

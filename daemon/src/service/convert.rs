@@ -159,10 +159,12 @@ pub fn prediction(container: &str, p: &PredictionRecord) -> pb::PredictResponse 
                 interval_low: x.interval.map_or(0.0, |i| i.low),
                 interval_high: x.interval.map_or(0.0, |i| i.high),
                 interval_level: x.interval.map_or(0.0, |i| i.level),
+                measured: x.measured,
             })
             .collect(),
         warnings: p.warnings.clone(),
         vcpus: count(p.vcpus),
+        third_measurement: p.third.clone().unwrap_or_default(),
     }
 }
 

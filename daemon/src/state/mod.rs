@@ -144,6 +144,13 @@ pub struct PredictionRecord {
     /// never acted on. Absent in state files from before the gate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub below_gate: Option<String>,
+    /// No training workload behaved like this container (the model's novelty rule).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub novel: bool,
+    /// Why the model policy measured a third placement before moving the container, which
+    /// then holds that measurement as a measured cell; absent when it did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub third: Option<String>,
 }
 
 impl PredictionRecord {

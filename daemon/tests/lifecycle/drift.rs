@@ -41,6 +41,8 @@ fn watched(name: &str, p: &Placement) -> ContainerRecord {
         prediction: Some(PredictionRecord {
             model_id: "crafted".into(),
             below_gate: None,
+            novel: false,
+            third: None,
             model_path: String::new(),
             provenance: placed_models::Provenance::Simulated,
             vcpus,

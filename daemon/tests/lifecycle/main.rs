@@ -17,5 +17,6 @@ mod metric;
 mod reconcile;
 mod settings;
 mod sharing;
+mod third;
 mod unmanage;
 mod vanish;

@@ -311,8 +311,10 @@ pub fn render_prediction(p: &pb::PredictResponse, current: Option<&str>) -> Stri
     for obs in &p.observations {
         let role = if obs.placement_id == p.baseline_id {
             "baseline"
-        } else {
+        } else if obs.placement_id == p.probe_id {
             "probe"
+        } else {
+            "third"
         };
         t.row([
             obs.placement_id.clone(),
@@ -356,6 +358,8 @@ pub fn render_prediction(p: &pb::PredictResponse, current: Option<&str>) -> Stri
             marks.push("measured (baseline)");
         } else if x.placement_id == p.probe_id {
             marks.push("measured (probe)");
+        } else if x.measured {
+            marks.push("measured (third)");
         }
         if current == Some(x.placement_id.as_str()) {
             marks.push("<- now");
@@ -374,6 +378,9 @@ pub fn render_prediction(p: &pb::PredictResponse, current: Option<&str>) -> Stri
         ]);
     }
     o.push_str(&t.render("  "));
+    if !p.third_measurement.is_empty() {
+        let _ = writeln!(o, "third measurement: {}", p.third_measurement);
+    }
     for w in &p.warnings {
         let _ = writeln!(o, "warning: {w}");
     }
@@ -395,11 +402,13 @@ pub fn prediction_json(p: &pb::PredictResponse) -> Value {
         })).collect::<Vec<_>>(),
         "placements": p.placements.iter().map(|x| json!({
             "placement": x.placement_id, "relative": x.relative, "spread": x.spread,
+            "measured": x.measured,
             "interval": (x.interval_level > 0.0).then(|| json!({
                 "low": x.interval_low, "high": x.interval_high, "level": x.interval_level,
             })),
         })).collect::<Vec<_>>(),
         "warnings": p.warnings,
+        "third_measurement": (!p.third_measurement.is_empty()).then_some(&p.third_measurement),
     })
 }
 
@@ -637,6 +646,7 @@ mod tests {
                     interval_low: 1.05,
                     interval_high: 1.31,
                     interval_level: 0.9,
+                    measured: false,
                 },
             ],
             ..Default::default()
@@ -644,10 +654,51 @@ mod tests {
         let text = render_prediction(&p, None);
         assert!(text.contains("90% INTERVAL"), "{text}");
         assert!(text.contains("x1.05-x1.31"), "{text}");
+        assert!(!text.contains("third"), "{text}");
         let j = prediction_json(&p);
         assert!(j["placements"][0]["interval"].is_null(), "{j}");
         assert_eq!(j["placements"][1]["interval"]["high"], 1.31);
         assert_eq!(j["placements"][1]["interval"]["level"], 0.9);
+        assert!(j["third_measurement"].is_null(), "{j}");
+    }
+
+    #[test]
+    fn a_third_measurement_is_shown_as_measured_with_its_reason() {
+        let why = "c measured as well: its predicted interval 0.85-1.05 holds the goal 0.9, and measured at 0.93 x baseline";
+        let p = pb::PredictResponse {
+            container: "web".into(),
+            baseline_id: "a".into(),
+            probe_id: "b".into(),
+            observations: ["a", "b", "c"]
+                .map(|id| pb::Observation {
+                    placement_id: id.into(),
+                    value: 100.0,
+                    ..Default::default()
+                })
+                .to_vec(),
+            placements: vec![pb::PredictedPlacement {
+                placement_id: "c".into(),
+                relative: 0.93,
+                measured: true,
+                ..Default::default()
+            }],
+            third_measurement: why.into(),
+            ..Default::default()
+        };
+        let text = render_prediction(&p, None);
+        assert!(text.contains("measured (third)"), "{text}");
+        assert!(
+            text.contains(&format!("third measurement: {why}")),
+            "{text}"
+        );
+        let observed: Vec<&str> = text
+            .lines()
+            .filter(|l| l.trim_start().starts_with("c "))
+            .collect();
+        assert!(observed[0].contains("third"), "{text}");
+        let j = prediction_json(&p);
+        assert_eq!(j["third_measurement"], why);
+        assert_eq!(j["placements"][0]["measured"], true);
     }
 
     #[test]

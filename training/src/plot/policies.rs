@@ -17,6 +17,7 @@ fn colour(p: Replayed) -> &'static str {
     match p {
         Replayed::Model => "#1f77b4",
         Replayed::ModelLowerBound => "#9467bd",
+        Replayed::ModelThird => "#17becf",
         Replayed::SmartAggressive => "#ff7f0e",
         Replayed::Conservative => "#7f7f7f",
         Replayed::OnePlacement => "#2ca02c",

@@ -34,6 +34,10 @@ pub enum Replayed {
     /// The same with the lower end of each prediction's calibrated interval held against
     /// the goal (`policy.goal_bound = "lower-bound"`).
     ModelLowerBound,
+    /// The point rule after the daemon's third measurement (`policy.third_measurement`):
+    /// where the choice hinges on a cell whose interval holds the goal, that cell's
+    /// measured value replaces its prediction. Novelty is not replayed.
+    ModelThird,
     /// The fewest units, best interconnect.
     SmartAggressive,
     /// The whole machine for one container.
@@ -45,9 +49,10 @@ pub enum Replayed {
 
 impl Replayed {
     /// Every replayed policy, in display order.
-    pub const ALL: [Self; 5] = [
+    pub const ALL: [Self; 6] = [
         Self::Model,
         Self::ModelLowerBound,
+        Self::ModelThird,
         Self::SmartAggressive,
         Self::Conservative,
         Self::OnePlacement,
@@ -58,6 +63,7 @@ impl Replayed {
         match self {
             Self::Model => "model",
             Self::ModelLowerBound => "model-lower-bound",
+            Self::ModelThird => "model-third-measurement",
             Self::SmartAggressive => "smart-aggressive",
             Self::Conservative => "conservative",
             Self::OnePlacement => "one-placement",
@@ -75,6 +81,8 @@ pub struct RunOutcome {
     /// Measured performance there, relative to the baseline; `None` when the data has no
     /// measurement of it (an unpinned policy).
     pub performance: Option<f64>,
+    /// A third placement was measured before the choice.
+    pub third: bool,
 }
 
 /// One workload under one policy and goal: every run of it.
@@ -144,6 +152,8 @@ pub struct Summary {
     pub shortfall_mean: Option<f64>,
     /// Worst shortfall of any run, percent.
     pub shortfall_worst: Option<f64>,
+    /// Runs that took a third measurement, and runs in all.
+    pub thirds: (usize, usize),
 }
 
 /// The replay of every policy at every goal.
@@ -199,6 +209,10 @@ impl Replay {
                 .iter()
                 .filter_map(|c| c.shortfall_worst())
                 .reduce(f64::max),
+            thirds: cells
+                .iter()
+                .flat_map(|c| &c.runs)
+                .fold((0, 0), |(t, n), r| (t + usize::from(r.third), n + 1)),
         }
     }
 }
@@ -350,6 +364,21 @@ impl<'a> Layout<'a> {
         }
     }
 
+    /// The empty machine with `predictions` for one container.
+    fn situation<'s>(
+        &'s self,
+        predictions: &'s [Predicted],
+        goal_bound: policy::GoalBound,
+    ) -> Situation<'s> {
+        Situation {
+            machine: self.machine,
+            placements: self.set,
+            available: &self.all,
+            predictions: Some(predictions),
+            goal_bound,
+        }
+    }
+
     /// How many containers in placement `id` the daemon lays out on an empty machine, each
     /// on units the others leave free.
     fn per_machine(&self, id: &str) -> Result<usize, ReplayError> {
@@ -387,44 +416,63 @@ fn cells_for(
 ) -> Result<Vec<Cell>, ReplayError> {
     let mut cells: Vec<Cell> = Vec::new();
     for (row, info) in e.rows.iter().enumerate() {
-        let predictions: Vec<Predicted> = e
+        let mut predictions: Vec<Predicted> = e
             .placements
             .iter()
-            .zip(e.forest.values.row(row))
-            .zip(e.forest_low.row(row))
-            .map(|((id, &relative), &low)| Predicted {
-                placement: id.clone(),
-                relative,
-                spread: 0.0,
-                // Out of fold, as the point: calibrated without this row's family.
-                low: (replayed == Replayed::ModelLowerBound && low.is_finite()).then_some(low),
+            .enumerate()
+            .map(|(col, id)| {
+                let (low, high) = (e.forest_low[[row, col]], e.forest_high[[row, col]]);
+                let measured = col == e.baseline || col == e.probe;
+                Predicted {
+                    placement: id.clone(),
+                    relative: e.forest.values[[row, col]],
+                    spread: 0.0,
+                    // Out of fold, as the point: calibrated without this row's family.
+                    interval: (!measured && low.is_finite() && high.is_finite())
+                        .then_some((low, high)),
+                    measured,
+                }
             })
             .collect();
         let policy = match replayed {
-            Replayed::Model | Replayed::ModelLowerBound => Policy::Model { goal },
+            Replayed::Model | Replayed::ModelLowerBound | Replayed::ModelThird => {
+                Policy::Model { goal }
+            }
             Replayed::SmartAggressive => Policy::SmartAggressive,
             Replayed::Conservative => Policy::Conservative,
             Replayed::OnePlacement => Policy::Pinned {
                 placement: e.placements[one_placement[row]].clone(),
             },
         };
-        let situation = Situation {
-            machine: layout.machine,
-            placements: layout.set,
-            available: &layout.all,
-            predictions: Some(&predictions),
-            goal_bound: if replayed == Replayed::ModelLowerBound {
-                policy::GoalBound::LowerBound
-            } else {
-                policy::GoalBound::Point
-            },
+        let goal_bound = if replayed == Replayed::ModelLowerBound {
+            policy::GoalBound::LowerBound
+        } else {
+            policy::GoalBound::Point
         };
         let decide_error = |source| ReplayError::Decide {
             policy: replayed.name(),
             workload: info.workload.clone(),
             source,
         };
-        let target = policy::decide(&policy, &situation)
+        let mut third = false;
+        if replayed == Replayed::ModelThird {
+            let which =
+                policy::third_measurement(goal, &layout.situation(&predictions, goal_bound), false)
+                    .map_err(decide_error)?;
+            if let Some(col) =
+                which.and_then(|w| e.placements.iter().position(|p| *p == w.placement))
+            {
+                // The measurement is what the data holds for that placement.
+                predictions[col] = Predicted {
+                    relative: e.actual[[row, col]],
+                    interval: None,
+                    measured: true,
+                    ..predictions[col].clone()
+                };
+                third = true;
+            }
+        }
+        let target = policy::decide(&policy, &layout.situation(&predictions, goal_bound))
             .map_err(decide_error)?
             .ok_or_else(|| decide_error(PolicyError::NoPrediction))?;
         let outcome = match &target.placement {
@@ -436,6 +484,7 @@ fn cells_for(
                     .position(|p| p == id)
                     .map(|col| e.actual[[row, col]]),
                 placement: Some(id.clone()),
+                third,
             },
             // Unpinned: what it reserves decides how many fit; how it performs there was
             // never measured.
@@ -443,6 +492,7 @@ fn cells_for(
                 placement: None,
                 containers: layout.all.len() / target.units.len().max(1),
                 performance: None,
+                third,
             },
         };
         match cells.iter_mut().find(|c| c.workload == info.workload) {

@@ -39,6 +39,10 @@ pub fn text(r: &Replay) -> String {
                 met,
                 percent(s.shortfall_mean),
                 percent(s.shortfall_worst),
+                match s.thirds {
+                    (0, _) => "-".to_owned(),
+                    (t, n) => format!("{t}/{n}"),
+                },
             ]);
         }
     }
@@ -50,6 +54,7 @@ pub fn text(r: &Replay) -> String {
             "GOAL MET",
             "SHORTFALL MEAN",
             "WORST",
+            "THIRD MEASURED",
         ],
         &rows,
     ));
@@ -81,12 +86,13 @@ pub fn text(r: &Replay) -> String {
                 cell(2),
                 cell(3),
                 cell(4),
+                cell(5),
             ]);
         }
     }
-    let [a, b, c, d, e] = Replayed::ALL.map(|p| p.name());
+    let [a, b, c, d, e, f] = Replayed::ALL.map(|p| p.name());
     out.push_str(&aligned(
-        ["GOAL", "WORKLOAD", "FAMILY", a, b, c, d, e],
+        ["GOAL", "WORKLOAD", "FAMILY", a, b, c, d, e, f],
         &rows,
     ));
     out
@@ -124,6 +130,7 @@ pub fn json_lines(r: &Replay) -> String {
                 "workloads": s.workloads,
                 "shortfall_mean_percent": s.shortfall_mean,
                 "shortfall_worst_percent": s.shortfall_worst,
+                "third_measurements": s.thirds.0,
             }));
         }
     }
