@@ -50,6 +50,7 @@ pub mod evaluation;
 pub mod features;
 pub mod forest;
 pub mod gate;
+pub mod hold_out;
 pub mod interval;
 pub mod json_error;
 pub mod model;

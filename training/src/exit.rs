@@ -58,6 +58,15 @@ fn known(e: &(dyn Error + 'static)) -> Option<Exit> {
             return Some(Exit::BadInput);
         }
     }
+    match e.downcast_ref::<placed_models::hold_out::HoldOutError>() {
+        // A group the data lacks, or every family held out: the request is wrong.
+        Some(
+            placed_models::hold_out::HoldOutError::NoSuchGroup { .. }
+            | placed_models::hold_out::HoldOutError::Everything { .. },
+        ) => return Some(Exit::BadInput),
+        Some(placed_models::hold_out::HoldOutError::Data(d)) => return data(d),
+        None => {}
+    }
     if let Some(d) = e.downcast_ref::<DataFileError>() {
         return data_file(d);
     }

@@ -4,7 +4,8 @@
 use std::fmt::Write as _;
 
 use placed_models::accuracy::{Accuracy, ErrorSummary};
-use placed_models::check::CheckReport;
+use placed_models::check::{CheckReport, NoveltyCounts};
+use placed_models::hold_out::Split;
 use placed_models::interval::{Calibration, CellCoverage, Score};
 use placed_models::model::ProbeCandidate;
 use placed_models::{Dataset, Evaluation, Model, Provenance};
@@ -144,10 +145,9 @@ pub fn check_tables(c: &CheckReport, model: &Model) -> String {
         || "no intervals (the model has no calibration)".to_owned(),
         |v| format!("interval coverage {:.1}% (nominal 90%)", 100.0 * v),
     );
-    let n = c.novelty();
     let _ = writeln!(
         out,
-        "\noverall: {}; {coverage}\nnovelty: {} of {} runs flagged; {} runs more than {}% off somewhere, {} of them flagged",
+        "\noverall: {}; {coverage}\nnovelty: {}",
         c.overall().map_or_else(
             || "nothing predicted".to_owned(),
             |s| format!(
@@ -155,11 +155,7 @@ pub fn check_tables(c: &CheckReport, model: &Model) -> String {
                 s.mean, s.worst, s.cells
             )
         ),
-        n.flagged,
-        n.runs,
-        n.far_off,
-        placed_models::check::FAR_OFF_PERCENT,
-        n.far_off_flagged
+        novelty_line(c.novelty()),
     );
     let width = id_width(&c.placements);
     let _ = writeln!(
@@ -204,6 +200,75 @@ pub fn check_tables(c: &CheckReport, model: &Model) -> String {
             w.novel
         );
     }
+    out
+}
+
+/// How the novelty warning picked out the runs far off, in one line.
+fn novelty_line(n: NoveltyCounts) -> String {
+    format!(
+        "{} of {} runs flagged; {} runs more than {}% off somewhere, {} of them flagged",
+        n.flagged,
+        n.runs,
+        n.far_off,
+        placed_models::check::FAR_OFF_PERCENT,
+        n.far_off_flagged
+    )
+}
+
+/// The leave-one-behaviour-out summary of `evaluate --hold-out`: the novelty warning on the
+/// held-out families (a behaviour the model never saw) against the in-distribution rows
+/// (the other families, out of fold).
+pub fn hold_out_summary(
+    split: &Split,
+    groups: &[String],
+    e: &Evaluation,
+    c: &CheckReport,
+) -> String {
+    let marked = match e.provenance {
+        Provenance::Real => "",
+        Provenance::Simulated => " (SIMULATED data)",
+        Provenance::VirtualMachine => " (VIRTUAL-MACHINE data)",
+    };
+    let mut out = format!(
+        "\nleave one behaviour out{marked}: held out {} ({} families, {} runs); model trained on the other {} runs\n",
+        groups.join(", "),
+        split.families.len(),
+        c.runs.len(),
+        e.rows.len()
+    );
+    let percent = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.1}%"));
+    let row = |label: &str, n: NoveltyCounts, error: Option<ErrorSummary>| {
+        [
+            label.to_owned(),
+            n.runs.to_string(),
+            error.map_or_else(|| "-".into(), |s| format!("{:.1}/{:.1}%", s.mean, s.worst)),
+            n.far_off.to_string(),
+            format!(
+                "{} ({})",
+                n.far_off_flagged,
+                percent(n.far_off_flagged_percent())
+            ),
+            format!("{} ({})", n.flagged, percent(n.flagged_percent())),
+        ]
+    };
+    out.push_str(&aligned(
+        [
+            "RUNS",
+            "N",
+            "FOREST MEAN/WORST",
+            &format!(">{}% OFF", placed_models::check::FAR_OFF_PERCENT),
+            "FLAGGED OF THOSE",
+            "FLAGGED OF ALL",
+        ],
+        &[
+            row("held out", c.novelty(), c.overall()),
+            row(
+                "in distribution (out of fold)",
+                e.novelty(),
+                Some(e.forest.accuracy.overall()),
+            ),
+        ],
+    ));
     out
 }
 
@@ -282,6 +347,11 @@ pub fn evaluation_tables(e: &Evaluation) -> String {
             e.dropped_counters.join(", ")
         );
     }
+    let _ = writeln!(
+        out,
+        "novelty warning, out of fold: {}",
+        novelty_line(e.novelty())
+    );
     out.push_str(&category_comparison(e));
     let _ = writeln!(out, "\nper placement:\n{}", cols.header("placement", width));
     for (p, id) in e.placements.iter().enumerate() {

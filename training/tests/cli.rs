@@ -116,6 +116,70 @@ fn simulate_fit_evaluate_and_every_output_says_simulated() {
 }
 
 #[test]
+fn evaluate_holds_a_behaviour_out_and_reports_the_novelty_warning_on_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    simulate(dir.path(), TOPOLOGY, "8", "0.01");
+    let mut args = vec![
+        "evaluate",
+        "--data",
+        "data.jsonl",
+        "--hold-out",
+        "sim-cache-fit",
+    ];
+    args.extend(FAST);
+    let out = placed_train(&args, dir.path());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = stdout(&out);
+    // The evaluation is of the other families only; the held-out ones are checked.
+    assert!(text.contains("over 21 workload runs"), "{text}");
+    assert!(
+        text.contains("the model on the held-out families:"),
+        "{text}"
+    );
+    assert!(
+        text.contains("leave one behaviour out (SIMULATED data): held out sim-cache-fit (1 families, 3 runs); model trained on the other 21 runs"),
+        "{text}"
+    );
+    let row = |label: &str| {
+        text.lines()
+            .find(|l| l.starts_with(label))
+            .unwrap_or_else(|| panic!("no {label} row in {text}"))
+            .to_owned()
+    };
+    assert!(
+        row("held out ").split_whitespace().nth(2) == Some("3"),
+        "{text}"
+    );
+    assert!(
+        row("in distribution (out of fold)").contains(" 21 "),
+        "{text}"
+    );
+    assert!(text.contains("novelty warning, out of fold: "), "{text}");
+
+    let mut args = vec![
+        "evaluate",
+        "--data",
+        "data.jsonl",
+        "--hold-out",
+        "sim-nothing",
+    ];
+    args.extend(FAST);
+    let out = placed_train(&args, dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "no family of the data is in group \"sim-nothing\"; the groups are sim-bandwidth, "
+        ),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_bad_data_file_exits_2_naming_the_line() {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(dir.path().join("bad.jsonl"), "{\"kind\":\"run\"}\n").expect("writable");
@@ -342,10 +406,11 @@ fn policies_prints_a_table_json_and_plots_all_marked_simulated() {
         .filter(|l| l.contains('%') && !l.contains("sim-"))
         .filter(|l| l.starts_with("90%") || l.starts_with("100%") || l.starts_with("110%"))
         .collect();
-    assert_eq!(summary.len(), 3 * 5, "one summary line per goal and policy");
+    assert_eq!(summary.len(), 3 * 6, "one summary line per goal and policy");
     for policy in [
         "model",
         "model-lower-bound",
+        "model-third-measurement",
         "smart-aggressive",
         "conservative",
         "one-placement",
@@ -390,8 +455,14 @@ fn policies_prints_a_table_json_and_plots_all_marked_simulated() {
         .collect();
     assert!(lines.iter().all(|l| l["provenance"] == "simulated"));
     let kinds = |kind: &str| lines.iter().filter(|l| l["kind"] == kind).count();
-    assert_eq!(kinds("summary"), 5, "one per policy at the one goal");
-    assert_eq!(kinds("workload"), 5 * 24);
+    assert_eq!(kinds("summary"), 6, "one per policy at the one goal");
+    assert_eq!(kinds("workload"), 6 * 24);
+    // Only the third-measurement replay measures a third placement.
+    for l in lines.iter().filter(|l| l["kind"] == "summary") {
+        if l["policy"] != "model-third-measurement" {
+            assert_eq!(l["third_measurements"], 0, "{l}");
+        }
+    }
     let conservative = lines
         .iter()
         .find(|l| l["kind"] == "summary" && l["policy"] == "conservative")

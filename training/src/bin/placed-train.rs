@@ -79,6 +79,12 @@ enum Cli {
         /// Also write one SVG of predicted against actual per workload into this directory.
         #[arg(long)]
         plots: Option<PathBuf>,
+        /// Leave a behaviour out: train without the families of this group (a family name
+        /// less its trailing `-<number>`, or a whole family name; repeat or comma-separate
+        /// for several), then check the model on them and report how the novelty warning
+        /// picks out the runs it gets wrong (docs/models.md, "Novelty").
+        #[arg(long, value_name = "GROUP", value_delimiter = ',')]
+        hold_out: Vec<String>,
         #[command(flatten)]
         train: TrainFlags,
     },
@@ -556,11 +562,31 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             print!("{}", report::model_summary(&model));
             println!("wrote {}", out.display());
         }
-        Cli::Evaluate { data, plots, train } => {
+        Cli::Evaluate {
+            data,
+            plots,
+            hold_out,
+            train,
+        } => {
             let dataset = Dataset::load(&data)?;
             print!("{}", report::left_out(&dataset));
-            let evaluation = evaluate(&dataset, &train.options()?).context("evaluating")?;
+            let options = train.options()?;
+            let split = (!hold_out.is_empty())
+                .then(|| placed_models::hold_out::hold_out(&dataset, &hold_out))
+                .transpose()?;
+            let kept = split.as_ref().map_or(&dataset, |s| &s.kept);
+            let evaluation = evaluate(kept, &options).context("evaluating")?;
             print!("{}", report::evaluation_tables(&evaluation));
+            if let Some(split) = &split {
+                let (model, _) = fit(kept, &options).context("fitting the model")?;
+                let checked = placed_models::check::check(&model, &split.held)?;
+                println!("\nthe model on the held-out families:");
+                print!("{}", report::check_tables(&checked, &model));
+                print!(
+                    "{}",
+                    report::hold_out_summary(split, &hold_out, &evaluation, &checked)
+                );
+            }
             if let Some(dir) = plots {
                 let written = plot::write_plots(&evaluation, &dir)?;
                 println!("\nwrote {} plots into {}", written.len(), dir.display());
