@@ -57,6 +57,7 @@ pub mod model;
 pub mod model_file;
 mod probe;
 pub mod regular_file;
+pub mod sizes;
 mod table;
 #[cfg(test)]
 mod test_data;

@@ -29,6 +29,8 @@ fn known(e: &(dyn Error + 'static)) -> Option<Exit> {
             PipelineError::Data(d) => data(d),
             // The data does not make a model good enough to act on: the operator decides.
             PipelineError::BelowGate { .. } => Some(Exit::Refused),
+            // Too noisy to fit: the same, measured again somewhere quieter.
+            PipelineError::TooLittleUsable { .. } => Some(Exit::Refused),
             _ => None,
         };
     }
@@ -57,6 +59,15 @@ fn known(e: &(dyn Error + 'static)) -> Option<Exit> {
         if !matches!(c, placed_models::check::CheckError::Predict { .. }) {
             return Some(Exit::BadInput);
         }
+    }
+    if let Some(
+        placed_models::sizes::SizesError::TooFewSizes { .. }
+        | placed_models::sizes::SizesError::OtherMachine { .. }
+        | placed_models::sizes::SizesError::DuplicateSize { .. },
+    ) = e.downcast_ref::<placed_models::sizes::SizesError>()
+    {
+        // Files that do not belong together: the request is wrong.
+        return Some(Exit::BadInput);
     }
     match e.downcast_ref::<placed_models::hold_out::HoldOutError>() {
         // A group the data lacks, or every family held out: the request is wrong.

@@ -29,6 +29,17 @@ pub enum PipelineError {
     Incomplete { count: usize, first: String },
     #[error(transparent)]
     Data(#[from] DataError),
+    /// Too much of the data was measured too noisily to be used: no model can be fitted.
+    #[error(
+        "model not fitted: {usable} of {runs} workload runs are usable ({unusable} measurement(s) recorded unusable, their intervals wider than the bound), spanning {families} famil(ies); a model needs usable runs of at least 2 families. Measure on a quieter host or with longer windows (--windows, --window); the data in {data} is kept"
+    )]
+    TooLittleUsable {
+        usable: usize,
+        runs: usize,
+        unusable: usize,
+        families: usize,
+        data: PathBuf,
+    },
     #[error("fitting the model")]
     Train(#[from] TrainError),
     #[error("cannot create the model directory {path}")]
@@ -121,6 +132,7 @@ pub fn train(
         });
     }
     let data = Dataset::load(&options.out)?;
+    usable_enough(&data, &options.out)?;
     let (model, evaluation) = fit(&data, train)?;
     let model = acceptance.judge(model).map_err(|e| match e {
         PipelineError::BelowGate { failure, refused } => PipelineError::BelowGate {
@@ -137,6 +149,37 @@ pub fn train(
         evaluation,
         installed,
     })
+}
+
+/// Refuses data whose usable runs cannot make a model: leaving one family out needs two,
+/// and a collection on a noisy host can leave fewer. Said as a refusal with the figures,
+/// not as the cross-validation error it would otherwise end in.
+pub fn usable_enough(data: &Dataset, path: &Path) -> Result<(), PipelineError> {
+    let mut runs: Vec<(&str, u32, &str)> = data
+        .records()
+        .iter()
+        .map(|r| (r.workload.as_str(), r.run, r.family.as_str()))
+        .collect();
+    runs.sort_unstable();
+    runs.dedup();
+    let usable: Vec<&(&str, u32, &str)> = runs
+        .iter()
+        .filter(|(w, r, _)| data.run_is_usable(w, *r))
+        .collect();
+    let mut families: Vec<&str> = usable.iter().map(|(_, _, f)| *f).collect();
+    families.sort_unstable();
+    families.dedup();
+    let unusable = data.unusable().count();
+    if unusable > 0 && families.len() < 2 {
+        return Err(PipelineError::TooLittleUsable {
+            usable: usable.len(),
+            runs: runs.len(),
+            unusable,
+            families: families.len(),
+            data: path.to_owned(),
+        });
+    }
+    Ok(())
 }
 
 /// Writes the model into `dir` atomically (Model::save) and reads it back as the daemon

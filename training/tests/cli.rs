@@ -283,6 +283,45 @@ fn a_model_below_the_gate_is_refused_unless_accepted_and_then_marked() {
 }
 
 #[test]
+fn data_too_noisy_to_fit_is_refused_with_the_figures() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    simulate(dir.path(), TOPOLOGY, "8", "0.01");
+    // Every family but one measured too noisily, as on the emulated guest: one record of
+    // each of their runs marked unusable, its value not a number.
+    let path = dir.path().join("data.jsonl");
+    let text = std::fs::read_to_string(&path).expect("readable");
+    let mut marked = std::collections::HashSet::new();
+    let lines: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).expect("JSON");
+            let family = v["family"].as_str().unwrap_or("").to_owned();
+            let key = v["workload"].as_str().unwrap_or("").to_owned();
+            if v["kind"] == "run" && family != "sim-compute-0" && marked.insert(key) {
+                v["unusable"] = "95% interval wider than the bound".into();
+                v["performance"]["value"] = serde_json::Value::Null;
+            }
+            v.to_string()
+        })
+        .collect();
+    std::fs::write(&path, lines.join("\n") + "\n").expect("writable");
+    let out = fit(dir.path(), &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("model not fitted: 3 of 24 workload runs are usable (21 measurement(s) recorded unusable"),
+        "{err}"
+    );
+    assert!(err.contains("spanning 1 famil(ies)"), "{err}");
+    assert!(!dir.path().join("model.json").exists());
+}
+
+#[test]
 fn two_placements_are_nothing_to_predict_never_zero_error() {
     let dir = tempfile::tempdir().expect("tempdir");
     // Two nodes of two cores, v = 2: one node, or one core on each.

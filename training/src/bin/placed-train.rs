@@ -98,6 +98,16 @@ enum Cli {
         #[arg(long)]
         data: PathBuf,
     },
+    /// One model across container sizes, measured: each size in turn predicted by a forest
+    /// trained on the other sizes' data (placements described by their resources), against
+    /// the size's own model (docs/models.md, "Across sizes").
+    Sizes {
+        /// Training data of one machine class, one file per size (repeat the flag).
+        #[arg(long, required = true)]
+        data: Vec<PathBuf>,
+        #[command(flatten)]
+        train: TrainFlags,
+    },
     /// Replay the placement policies on a data file (thesis §2.5): per goal, the containers
     /// per machine each policy packs and how far each workload falls short of the goal.
     Policies {
@@ -555,6 +565,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Cli::Fit { data, out, train } => {
             let dataset = Dataset::load(&data)?;
             print!("{}", report::left_out(&dataset));
+            pipeline::usable_enough(&dataset, &data)?;
             let acceptance = train.acceptance()?;
             let (model, _) = fit(&dataset, &train.options()?).context("fitting the model")?;
             let model = acceptance.judge(model).inspect_err(print_refused)?;
@@ -591,6 +602,18 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 let written = plot::write_plots(&evaluation, &dir)?;
                 println!("\nwrote {} plots into {}", written.len(), dir.display());
             }
+        }
+        Cli::Sizes { data, train } => {
+            let datasets = data
+                .iter()
+                .map(|path| Dataset::load(path))
+                .collect::<Result<Vec<_>, _>>()?;
+            for d in &datasets {
+                print!("{}", report::left_out(d));
+            }
+            let across = placed_models::sizes::leave_one_size_out(&datasets, &train.options()?)
+                .context("leaving one size out")?;
+            print!("{}", report::sizes_table(&across));
         }
         Cli::Check { model, data } => {
             let model = placed_models::Model::load(&model)?;

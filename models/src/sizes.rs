@@ -1,0 +1,399 @@
+//! One model across container sizes, measured (issue 16; docs/models.md, "Across sizes").
+//!
+//! A per-size model knows its placements by id, so every container size in use needs its
+//! own collection. Described by the resources they use instead, placements of different
+//! sizes become comparable: each concern's score over the largest any placement of the data
+//! has for it (nodes, packages, caches, cores over the most any placement spans), and the
+//! PUs per core the placement fills. One forest then maps (the baseline's and the probe's
+//! descriptions, the probe's measured ratio, a target placement's description and how it
+//! differs from the baseline's) to the target's relative performance, for any size. The
+//! differences are there because a tree splits on one input at a time: "two more nodes than
+//! the baseline" is one split on them and many on the two descriptions.
+//!
+//! [`leave_one_size_out`] measures how well that works on sizes the model never saw: each
+//! size in turn is held out, the forest is trained on the other sizes' rows, and the
+//! held-out size's rows are predicted one family at a time with that family left out of
+//! training too, so no workload is predicted by a forest that saw it at another size. Its
+//! error stands next to the per-size model's own leave-one-family-out error.
+
+use linfa::DatasetBase;
+use linfa::prelude::*;
+use ndarray::{Array1, Array2};
+
+use crate::accuracy::ErrorSummary;
+use crate::data::{Dataset, Provenance};
+use crate::evaluation::{Evaluation, evaluate};
+use crate::forest::ForestError;
+use crate::train::{TrainError, TrainOptions};
+
+/// One size held out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeldOutSize {
+    /// vCPUs.
+    pub v: u32,
+    /// Its important placements.
+    pub placements: usize,
+    /// Its workload runs.
+    pub runs: usize,
+    /// Placement measurements its collection took (runs x placements).
+    pub measurements: usize,
+    /// The probe the model across sizes measures it in: the placement whose description is
+    /// nearest the other sizes' probes.
+    pub probe: String,
+    /// The per-size model, cross-validated leaving one family out (its own probe).
+    pub per_size: ErrorSummary,
+    /// The model across sizes, trained without this size.
+    pub across: ErrorSummary,
+}
+
+/// Leave-one-size-out over every size given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AcrossSizes {
+    /// Where the data came from (the least real of the files).
+    pub provenance: Provenance,
+    /// The machine class.
+    pub fingerprint: String,
+    /// One entry per size, smallest first.
+    pub sizes: Vec<HeldOutSize>,
+}
+
+/// Why the sizes cannot be compared.
+#[derive(Debug, thiserror::Error)]
+pub enum SizesError {
+    /// Leaving one size out needs another size to train on.
+    #[error("{found} data file(s) given: leaving one size out needs at least 2 sizes")]
+    TooFewSizes {
+        /// Files given.
+        found: usize,
+    },
+    /// Two files of different machine classes or concerns.
+    #[error(
+        "the data for v = {v} is for machine class {found}, the first file's is {expected}: one machine class at a time"
+    )]
+    OtherMachine {
+        /// The file's v.
+        v: u32,
+        /// The first file's class.
+        expected: String,
+        /// This file's.
+        found: String,
+    },
+    /// The same size twice.
+    #[error("two data files are for v = {v}")]
+    DuplicateSize {
+        /// The size.
+        v: u32,
+    },
+    /// A per-size evaluation failed.
+    #[error("cross-validating the per-size model for v = {v}")]
+    Evaluate {
+        /// The size.
+        v: u32,
+        /// Why.
+        source: TrainError,
+    },
+    /// Fitting the model across sizes failed.
+    #[error("fitting the model across sizes")]
+    Forest(#[from] ForestError),
+}
+
+/// One size's data as the model across sizes reads it.
+struct Size {
+    v: u32,
+    evaluation: Evaluation,
+    /// Per placement (the data's order), its description.
+    described: Vec<Vec<f64>>,
+}
+
+impl Size {
+    fn probe_ratio(&self, row: usize, probe: usize) -> f64 {
+        // Relative performance is over the baseline's, so the probe's is the ratio.
+        self.evaluation.actual[[row, probe]]
+    }
+
+    /// The feature vector of `row` measured in the baseline and `probe`, for `target`.
+    fn features(&self, row: usize, probe: usize, target: usize) -> Vec<f64> {
+        let base = &self.described[self.evaluation.baseline];
+        let to = &self.described[target];
+        base.iter()
+            .chain(&self.described[probe])
+            .copied()
+            .chain(std::iter::once(self.probe_ratio(row, probe)))
+            .chain(to.iter().copied())
+            .chain(to.iter().zip(base).map(|(t, b)| t - b))
+            .collect()
+    }
+
+    /// Targets predicted for a container measured in the baseline and `probe`.
+    fn targets(&self, probe: usize) -> impl Iterator<Item = usize> + '_ {
+        (0..self.described.len()).filter(move |&p| p != self.evaluation.baseline && p != probe)
+    }
+}
+
+/// Each placement of every file described by its resources relative to the largest of all
+/// the files' placements, and the PUs per core it fills where the machine has a `core`
+/// concern.
+fn describe(data: &[&Dataset]) -> Vec<Vec<Vec<f64>>> {
+    let concerns = &data[0].header().concerns;
+    let core = concerns.iter().position(|c| c == "core");
+    let mut largest = vec![0.0_f64; concerns.len()];
+    for d in data {
+        for p in &d.header().placements {
+            for (l, &s) in largest.iter_mut().zip(&p.scores) {
+                *l = l.max(s);
+            }
+        }
+    }
+    data.iter()
+        .map(|d| {
+            let v = f64::from(d.header().v);
+            d.header()
+                .placements
+                .iter()
+                .map(|p| {
+                    let mut x: Vec<f64> = p
+                        .scores
+                        .iter()
+                        .zip(&largest)
+                        .map(|(&s, &l)| if l > 0.0 { s / l } else { 0.0 })
+                        .collect();
+                    if let Some(c) = core {
+                        x.push(if p.scores[c] > 0.0 {
+                            v / p.scores[c]
+                        } else {
+                            0.0
+                        });
+                    }
+                    x
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn distance(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum::<f64>()
+}
+
+/// Holds each size out in turn; see the module documentation.
+pub fn leave_one_size_out(
+    data: &[Dataset],
+    options: &TrainOptions,
+) -> Result<AcrossSizes, SizesError> {
+    if data.len() < 2 {
+        return Err(SizesError::TooFewSizes { found: data.len() });
+    }
+    let first = data[0].header();
+    let mut order: Vec<usize> = (0..data.len()).collect();
+    order.sort_by_key(|&i| data[i].header().v);
+    for pair in order.windows(2) {
+        if data[pair[0]].header().v == data[pair[1]].header().v {
+            return Err(SizesError::DuplicateSize {
+                v: data[pair[0]].header().v,
+            });
+        }
+    }
+    for d in data {
+        let h = d.header();
+        if h.fingerprint != first.fingerprint || h.concerns != first.concerns {
+            return Err(SizesError::OtherMachine {
+                v: h.v,
+                expected: first.fingerprint.clone(),
+                found: h.fingerprint.clone(),
+            });
+        }
+    }
+    let data: Vec<&Dataset> = order.iter().map(|&i| &data[i]).collect();
+    let described = describe(&data);
+    let sizes = data
+        .iter()
+        .zip(described)
+        .map(|(d, described)| {
+            let v = d.header().v;
+            let evaluation =
+                evaluate(d, options).map_err(|source| SizesError::Evaluate { v, source })?;
+            Ok(Size {
+                v,
+                evaluation,
+                described,
+            })
+        })
+        .collect::<Result<Vec<_>, SizesError>>()?;
+    let params = options.cv_forest();
+    let mut out = Vec::with_capacity(sizes.len());
+    for (k, held) in sizes.iter().enumerate() {
+        let others: Vec<&Size> = sizes
+            .iter()
+            .enumerate()
+            .filter(|&(j, _)| j != k)
+            .map(|(_, s)| s)
+            .collect();
+        let probe = nearest_probe(held, &others);
+        let e = &held.evaluation;
+        let mut families: Vec<&str> = e.rows.iter().map(|r| r.family.as_str()).collect();
+        families.sort_unstable();
+        families.dedup();
+        let mut errors = Vec::new();
+        for family in families {
+            let (x, y) = training_rows(&others, family)?;
+            let forest = params.fit(&DatasetBase::new(x, y))?;
+            for r in (0..e.rows.len()).filter(|&r| e.rows[r].family == family) {
+                for target in held.targets(probe) {
+                    let x = Array1::from(held.features(r, probe, target));
+                    let predicted = forest.predict_with_spread(x.view())?.mean[0];
+                    let actual = e.actual[[r, target]];
+                    errors.push((predicted - actual).abs() / actual * 100.0);
+                }
+            }
+        }
+        let placements = e.placements.len();
+        out.push(HeldOutSize {
+            v: held.v,
+            placements,
+            runs: e.rows.len(),
+            measurements: e.rows.len() * placements,
+            probe: e.placements[probe].clone(),
+            per_size: e.forest.accuracy.overall(),
+            across: ErrorSummary::of(errors.into_iter()).unwrap_or(ErrorSummary {
+                mean: 0.0,
+                worst: 0.0,
+                cells: 0,
+            }),
+        });
+    }
+    let provenance = data
+        .iter()
+        .map(|d| d.provenance())
+        .max_by_key(|p| match p {
+            Provenance::Real => 0,
+            Provenance::VirtualMachine => 1,
+            Provenance::Simulated => 2,
+        })
+        .unwrap_or(Provenance::Simulated);
+    Ok(AcrossSizes {
+        provenance,
+        fingerprint: first.fingerprint.clone(),
+        sizes: out,
+    })
+}
+
+/// The held-out size's probe: its placement (not the baseline) described most like the
+/// probes the other sizes' own cross-validation chose.
+fn nearest_probe(held: &Size, others: &[&Size]) -> usize {
+    let width = held.described[0].len();
+    let mut mean = vec![0.0; width];
+    for s in others {
+        for (m, x) in mean.iter_mut().zip(&s.described[s.evaluation.probe]) {
+            *m += x / others.len() as f64;
+        }
+    }
+    (0..held.described.len())
+        .filter(|&p| p != held.evaluation.baseline)
+        .min_by(|&a, &b| {
+            distance(&held.described[a], &mean).total_cmp(&distance(&held.described[b], &mean))
+        })
+        .unwrap_or(held.evaluation.probe)
+}
+
+/// Every row of `sizes` but those of `family`, each target placement of each run one row,
+/// with the probe each size's cross-validation chose.
+fn training_rows(sizes: &[&Size], family: &str) -> Result<(Array2<f64>, Array2<f64>), ForestError> {
+    let mut x: Vec<f64> = Vec::new();
+    let mut y: Vec<f64> = Vec::new();
+    let mut width = 0;
+    for s in sizes {
+        let e = &s.evaluation;
+        for (r, row) in e.rows.iter().enumerate() {
+            if row.family == family {
+                continue;
+            }
+            for target in s.targets(e.probe) {
+                let f = s.features(r, e.probe, target);
+                width = f.len();
+                x.extend(f);
+                y.push(e.actual[[r, target]]);
+            }
+        }
+    }
+    let n = y.len();
+    let shape = |e: ndarray::ShapeError| ForestError::Inconsistent {
+        reason: e.to_string(),
+    };
+    Ok((
+        Array2::from_shape_vec((n, width), x).map_err(shape)?,
+        Array2::from_shape_vec((n, 1), y).map_err(shape)?,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::RunRecord;
+    use crate::test_data;
+
+    /// The standard test data as if collected for `v`.
+    fn sized(v: u32) -> Dataset {
+        let d = test_data::standard();
+        let mut header = d.header().clone();
+        header.v = v;
+        let records: Vec<RunRecord> = d
+            .records()
+            .iter()
+            .map(|r| RunRecord { v, ..r.clone() })
+            .collect();
+        Dataset::from_parts(header, records).unwrap()
+    }
+
+    fn options() -> TrainOptions {
+        TrainOptions {
+            forest: crate::forest::ForestParams::new().n_trees(10),
+            counters_as_inputs: false,
+            ..TrainOptions::default()
+        }
+    }
+
+    #[test]
+    fn every_size_is_predicted_by_the_others_and_set_against_its_own_model() {
+        let data = [sized(8), sized(4)];
+        let a = leave_one_size_out(&data, &options()).unwrap();
+        let vs: Vec<u32> = a.sizes.iter().map(|s| s.v).collect();
+        assert_eq!(vs, [4, 8], "smallest first");
+        for s in &a.sizes {
+            assert_eq!(s.placements, 4);
+            assert_eq!(s.measurements, s.runs * 4);
+            // Two predicted placements per run, every run predicted.
+            assert_eq!(s.across.cells, s.runs * 2, "{s:?}");
+            assert!(s.across.mean.is_finite() && s.per_size.cells > 0, "{s:?}");
+            assert_ne!(s.probe, "p0", "never the baseline");
+        }
+        // The same behaviours at another size: the model across sizes learns them.
+        assert!(a.sizes[0].across.mean < 10.0, "{:?}", a.sizes[0]);
+    }
+
+    #[test]
+    fn sizes_that_do_not_belong_together_are_refused() {
+        let o = options();
+        assert!(matches!(
+            leave_one_size_out(&[sized(4)], &o),
+            Err(SizesError::TooFewSizes { found: 1 })
+        ));
+        assert!(matches!(
+            leave_one_size_out(&[sized(4), sized(4)], &o),
+            Err(SizesError::DuplicateSize { v: 4 })
+        ));
+        let mut other = sized(8);
+        let mut header = other.header().clone();
+        header.fingerprint = "another".into();
+        let records: Vec<RunRecord> = other
+            .records()
+            .iter()
+            .map(|r| RunRecord {
+                fingerprint: "another".into(),
+                ..r.clone()
+            })
+            .collect();
+        other = Dataset::from_parts(header, records).unwrap();
+        let e = leave_one_size_out(&[sized(4), other], &o).unwrap_err();
+        assert!(matches!(e, SizesError::OtherMachine { v: 8, .. }), "{e}");
+    }
+}
