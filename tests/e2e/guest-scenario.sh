@@ -35,7 +35,8 @@ wait_for() {
     while (( SECONDS - start < limit )); do
         if pctl containers --json 2>/dev/null | python3 -c "import json,sys
 cs=[c for c in json.load(sys.stdin)['containers'] if c['name']=='$SVC']
-sys.exit(0 if cs and ($expr) else 1)" 2>/dev/null; then
+c=cs[0] if cs else None
+sys.exit(0 if c and ($expr) else 1)" 2>/dev/null; then
             echo $((SECONDS - start))
             return 0
         fi
@@ -55,8 +56,10 @@ say "placed-train train --workloads builtin (real measurements of the emulated g
 "$TRAIN" train --vcpus 2 --workloads builtin --model-dir /tmp/trained \
     --warmup 1 --windows 8 --window 0.3 --retries 1 --max-foreign 1 >/tmp/train.log 2>&1
 TRAIN_RC=$?
-grep -E "unusable|accuracy gate|not installed|installed model|error|VIRTUAL|mean" /tmp/train.log | head -n 25
-echo "exit status $TRAIN_RC (4: refused by the accuracy gate)"
+grep -c "recorded as unusable" /tmp/train.log | sed 's/^/measurements recorded unusable: /'
+grep -m 3 "recorded as unusable" /tmp/train.log
+grep -E "^placed-train: error|accuracy gate|installed model|VIRTUAL" /tmp/train.log | head -n 5
+echo "exit status $TRAIN_RC (4: refused, nothing installed)"
 
 # --- 2. A model the daemon can act on: SIMULATED data for this machine class. ---------------
 say "a model fitted on SIMULATED data for this guest (the daemon's model for v = 2)"
