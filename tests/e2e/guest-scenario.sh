@@ -107,7 +107,8 @@ pctl containers
 # The stored prediction (placectl predict would measure again, moving the container).
 python3 - <<'PY'
 import json
-state = json.load(open('/var/lib/placed/state.json'))
+# A header line (format, version, checksum), then the state itself.
+state = json.loads(open('/var/lib/placed/state.json').read().split('\n', 1)[1])
 for c in state['containers']:
     p = c.get('prediction')
     if not p or 'stream1' not in c['id']:
