@@ -440,16 +440,24 @@ MIS:          0\n";
         let probe = ProcProbe::new(Target::Cgroup(cg.path().to_owned()), None);
         let inc = probe.incarnation().await.unwrap();
         assert_eq!(inc.pid, busy.pid());
+        // How much CPU the loop gets depends on what else the machine runs (the suite
+        // under load got it 14% of 300 ms once); that it runs at all does not. The window
+        // grows until it shows; the guard only stops a loop that never runs.
+        let guard = std::time::Instant::now() + std::time::Duration::from_secs(120);
         let a = probe.snapshot().await.unwrap();
-        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-        let b = probe.snapshot().await.unwrap();
-        let n = super::super::Noise::between(&a, &b);
+        let n = loop {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            let b = probe.snapshot().await.unwrap();
+            let n = super::super::Noise::between(&a, &b);
+            if n.cpu_use > 0.0 || std::time::Instant::now() > guard {
+                break n;
+            }
+        };
         assert_eq!(n.threads, 1);
-        // A busy loop runs whenever it is not preempted: well above zero CPUs' worth.
-        assert!(n.cpu_use > 0.2, "{n:?}");
+        assert!(n.cpu_use > 0.0, "{n:?}");
         drop(busy);
         // Once the workload is gone the probe says so instead of reporting an empty window.
-        for _ in 0..100 {
+        while std::time::Instant::now() < guard {
             if matches!(probe.incarnation().await, Err(NoiseError::Gone { .. })) {
                 return;
             }
