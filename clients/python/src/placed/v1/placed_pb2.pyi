@@ -550,23 +550,25 @@ class Observation(_message.Message):
     def __init__(self, placement_id: _Optional[str] = ..., value: _Optional[float] = ..., low: _Optional[float] = ..., high: _Optional[float] = ..., unit: _Optional[str] = ..., windows: _Optional[int] = ..., dropped_windows: _Optional[int] = ...) -> None: ...
 
 class PredictedPlacement(_message.Message):
-    __slots__ = ("placement_id", "relative", "spread", "interval_low", "interval_high", "interval_level")
+    __slots__ = ("placement_id", "relative", "spread", "interval_low", "interval_high", "interval_level", "measured")
     PLACEMENT_ID_FIELD_NUMBER: _ClassVar[int]
     RELATIVE_FIELD_NUMBER: _ClassVar[int]
     SPREAD_FIELD_NUMBER: _ClassVar[int]
     INTERVAL_LOW_FIELD_NUMBER: _ClassVar[int]
     INTERVAL_HIGH_FIELD_NUMBER: _ClassVar[int]
     INTERVAL_LEVEL_FIELD_NUMBER: _ClassVar[int]
+    MEASURED_FIELD_NUMBER: _ClassVar[int]
     placement_id: str
     relative: float
     spread: float
     interval_low: float
     interval_high: float
     interval_level: float
-    def __init__(self, placement_id: _Optional[str] = ..., relative: _Optional[float] = ..., spread: _Optional[float] = ..., interval_low: _Optional[float] = ..., interval_high: _Optional[float] = ..., interval_level: _Optional[float] = ...) -> None: ...
+    measured: bool
+    def __init__(self, placement_id: _Optional[str] = ..., relative: _Optional[float] = ..., spread: _Optional[float] = ..., interval_low: _Optional[float] = ..., interval_high: _Optional[float] = ..., interval_level: _Optional[float] = ..., measured: _Optional[bool] = ...) -> None: ...
 
 class PredictResponse(_message.Message):
-    __slots__ = ("container", "model_id", "provenance", "baseline_id", "probe_id", "observations", "placements", "warnings", "vcpus")
+    __slots__ = ("container", "model_id", "provenance", "baseline_id", "probe_id", "observations", "placements", "warnings", "vcpus", "third_measurement")
     CONTAINER_FIELD_NUMBER: _ClassVar[int]
     MODEL_ID_FIELD_NUMBER: _ClassVar[int]
     PROVENANCE_FIELD_NUMBER: _ClassVar[int]
@@ -576,6 +578,7 @@ class PredictResponse(_message.Message):
     PLACEMENTS_FIELD_NUMBER: _ClassVar[int]
     WARNINGS_FIELD_NUMBER: _ClassVar[int]
     VCPUS_FIELD_NUMBER: _ClassVar[int]
+    THIRD_MEASUREMENT_FIELD_NUMBER: _ClassVar[int]
     container: str
     model_id: str
     provenance: Provenance
@@ -585,7 +588,8 @@ class PredictResponse(_message.Message):
     placements: _containers.RepeatedCompositeFieldContainer[PredictedPlacement]
     warnings: _containers.RepeatedScalarFieldContainer[str]
     vcpus: int
-    def __init__(self, container: _Optional[str] = ..., model_id: _Optional[str] = ..., provenance: _Optional[_Union[Provenance, str]] = ..., baseline_id: _Optional[str] = ..., probe_id: _Optional[str] = ..., observations: _Optional[_Iterable[_Union[Observation, _Mapping]]] = ..., placements: _Optional[_Iterable[_Union[PredictedPlacement, _Mapping]]] = ..., warnings: _Optional[_Iterable[str]] = ..., vcpus: _Optional[int] = ...) -> None: ...
+    third_measurement: str
+    def __init__(self, container: _Optional[str] = ..., model_id: _Optional[str] = ..., provenance: _Optional[_Union[Provenance, str]] = ..., baseline_id: _Optional[str] = ..., probe_id: _Optional[str] = ..., observations: _Optional[_Iterable[_Union[Observation, _Mapping]]] = ..., placements: _Optional[_Iterable[_Union[PredictedPlacement, _Mapping]]] = ..., warnings: _Optional[_Iterable[str]] = ..., vcpus: _Optional[int] = ..., third_measurement: _Optional[str] = ...) -> None: ...
 
 class RecommendRequest(_message.Message):
     __slots__ = ("container", "policy")
