@@ -19,6 +19,11 @@ pub fn family_group(family: &str) -> &str {
     }
 }
 
+/// Whether `family` is named by `group`: as its group, or by its full name.
+fn in_group(group: &str, family: &str) -> bool {
+    group == family || group == family_group(family)
+}
+
 /// A dataset split into the families kept for training and those held out.
 #[derive(Debug)]
 pub struct Split {
@@ -55,11 +60,7 @@ pub enum HoldOutError {
 /// Splits `data` into the families of `groups` (a group, or a family's full name) and the
 /// rest.
 pub fn hold_out(data: &Dataset, groups: &[String]) -> Result<Split, HoldOutError> {
-    let held = |family: &str| {
-        groups
-            .iter()
-            .any(|g| g == family || g == family_group(family))
-    };
+    let held = |family: &str| groups.iter().any(|g| in_group(g, family));
     let mut all_groups: Vec<&str> = data
         .records()
         .iter()
@@ -68,10 +69,7 @@ pub fn hold_out(data: &Dataset, groups: &[String]) -> Result<Split, HoldOutError
     all_groups.sort_unstable();
     all_groups.dedup();
     for g in groups {
-        let any = data
-            .records()
-            .iter()
-            .any(|r| *g == r.family || g == family_group(&r.family));
+        let any = data.records().iter().any(|r| in_group(g, &r.family));
         if !any {
             return Err(HoldOutError::NoSuchGroup {
                 group: g.clone(),

@@ -180,12 +180,7 @@ pub fn check_tables(c: &CheckReport, model: &Model) -> String {
         }
     }
     let workloads = c.workloads();
-    let width = workloads
-        .iter()
-        .map(|w| w.workload.len())
-        .max()
-        .unwrap_or(8)
-        .max(8);
+    let width = column_width(workloads.iter().map(|w| w.workload.len()), 8);
     let _ = writeln!(
         out,
         "\nper workload:\n{:<width$}  {:>4}  {:>14}  {:>8}  {:>5}",
@@ -323,17 +318,17 @@ pub fn sizes_table(a: &AcrossSizes) -> String {
 
 /// Width of a column of placement ids, at least as wide as its header.
 fn id_width(ids: &[String]) -> usize {
-    ids.iter().map(String::len).max().unwrap_or(9).max(9)
+    column_width(ids.iter().map(String::len), 9)
+}
+
+/// Width of a column whose cells are `lengths` long, at least `at_least`.
+fn column_width(lengths: impl IntoIterator<Item = usize>, at_least: usize) -> usize {
+    lengths.into_iter().max().unwrap_or(at_least).max(at_least)
 }
 
 /// Every probe candidate's cross-validated error, the chosen one marked.
 fn probe_table(candidates: &[ProbeCandidate], chosen: &str) -> String {
-    let width = candidates
-        .iter()
-        .map(|c| c.placement.len())
-        .max()
-        .unwrap_or(9)
-        .max(9);
+    let width = column_width(candidates.iter().map(|c| c.placement.len()), 9);
     let mut out = format!(
         "\nprobe candidates (forest, cross-validated % error):\n{:<width$}  {:>6} {:>7}\n",
         "placement", "mean", "worst"
@@ -411,13 +406,7 @@ pub fn evaluation_tables(e: &Evaluation) -> String {
         }
     }
     out.push_str(&coverage_table(&e.calibration, &e.placements, width));
-    let width = e
-        .rows
-        .iter()
-        .map(|r| r.workload.len() + 4)
-        .max()
-        .unwrap_or(8)
-        .max(8);
+    let width = column_width(e.rows.iter().map(|r| r.workload.len() + 4), 8);
     let _ = writeln!(out, "\nper workload:\n{}", cols.header("workload", width));
     for (r, row) in e.rows.iter().enumerate() {
         let label = if row.run == 0 {

@@ -431,15 +431,9 @@ impl Handle {
             .await?;
         let m = source.measure_here(self, &self.record()?).await?;
         let relative = m.estimate.value / baseline;
-        prediction.observations.push(ObservationRecord {
-            placement: which.placement.clone(),
-            value: m.estimate.value,
-            low: m.estimate.lo,
-            high: m.estimate.hi,
-            source: m.source.clone(),
-            windows: m.windows.len(),
-            dropped: m.dropped(),
-        });
+        prediction
+            .observations
+            .push(observation_record(&which.placement, &m));
         if let Some(cell) = prediction
             .placements
             .iter_mut()
@@ -458,6 +452,19 @@ impl Handle {
         }
         shared.persist().await?;
         Ok(Some(prediction))
+    }
+}
+
+/// What the state file keeps of one measurement.
+fn observation_record(placement: &str, m: &Measurement) -> ObservationRecord {
+    ObservationRecord {
+        placement: placement.to_owned(),
+        value: m.estimate.value,
+        low: m.estimate.lo,
+        high: m.estimate.hi,
+        source: m.source.clone(),
+        windows: m.windows.len(),
+        dropped: m.dropped(),
     }
 }
 
@@ -481,15 +488,7 @@ fn prediction_record(
         probe: model.probe().to_owned(),
         observations: measured
             .iter()
-            .map(|(p, m)| ObservationRecord {
-                placement: p.clone(),
-                value: m.estimate.value,
-                low: m.estimate.lo,
-                high: m.estimate.hi,
-                source: m.source.clone(),
-                windows: m.windows.len(),
-                dropped: m.dropped(),
-            })
+            .map(|(p, m)| observation_record(p, m))
             .collect(),
         placements: predicted
             .placements
