@@ -7,7 +7,8 @@
 
 use crate::accuracy::ErrorSummary;
 use crate::data::{Dataset, Provenance};
-use crate::model::{Model, PredictError};
+use crate::model::PredictError;
+use crate::predictor::Predictor;
 use crate::table::{PerformanceTable, RowInfo};
 
 /// An error this far off (percent) makes a run one the novelty warning should have caught:
@@ -212,7 +213,7 @@ pub enum CheckError {
 }
 
 /// Applies `model` to every usable run of `data`.
-pub fn check(model: &Model, data: &Dataset) -> Result<CheckReport, CheckError> {
+pub fn check(model: &dyn Predictor, data: &Dataset) -> Result<CheckReport, CheckError> {
     let header = data.header();
     let machine = model.machine();
     if header.fingerprint != machine.fingerprint || header.v != machine.v {

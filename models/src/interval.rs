@@ -108,7 +108,7 @@ impl PlacementCalibration {
 }
 
 /// The `ceil((n+1) level)`-th smallest score; `None` when that rank exceeds `n`.
-fn conformal_quantile(scores: &mut [f64], level: f64) -> Option<f64> {
+pub(crate) fn conformal_quantile(scores: &mut [f64], level: f64) -> Option<f64> {
     let n = scores.len();
     // The small slack keeps (n+1) x 0.9 = 90.00000000001 from rounding up a rank.
     let rank = ((n as f64 + 1.0) * level - 1e-9).ceil().max(1.0);

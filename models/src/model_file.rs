@@ -42,12 +42,14 @@ pub enum ModelFileError {
         source: crate::json_error::JsonError,
     },
     /// JSON, but not a placed model.
-    #[error("{path} is not a placed model file (format {found:?}, expected {MODEL_FORMAT:?})")]
+    #[error("{path} is not a placed model file (format {found:?}, expected {expected:?})")]
     NotAModel {
         /// The file.
         path: PathBuf,
         /// The `format` it has.
         found: String,
+        /// The format that was expected.
+        expected: &'static str,
     },
     /// A format version this build does not read.
     #[error(
@@ -156,80 +158,138 @@ impl Model {
     }
 
     fn from_file_text(text: &str, path: &Path) -> Result<Self, ModelFileError> {
-        let parse_error = |source: serde_json::Error| {
-            let source = crate::json_error::JsonError::from(source);
-            if source.is_eof() {
-                ModelFileError::Truncated {
-                    path: path.to_owned(),
-                }
-            } else {
-                ModelFileError::Corrupt {
-                    path: path.to_owned(),
-                    source,
-                }
+        let bytes = open_envelope(text, path, MODEL_FORMAT, MODEL_VERSION)?;
+        let body: ModelBody = serde_json::from_str(bytes).map_err(parse_error(path))?;
+        Self::from_body(body, id_of(bytes.as_bytes())).map_err(|reason| {
+            ModelFileError::Inconsistent {
+                path: path.to_owned(),
+                reason,
             }
-        };
-        // Format and version first, so a future layout is refused as such, not as corrupt.
-        let head: Head = serde_json::from_str(text).map_err(parse_error)?;
-        if head.format != MODEL_FORMAT {
-            return Err(ModelFileError::NotAModel {
-                path: path.to_owned(),
-                found: crate::json_error::clip(&head.format, 80),
-            });
-        }
-        if head.version != MODEL_VERSION {
-            return Err(ModelFileError::UnsupportedVersion {
-                path: path.to_owned(),
-                found: head.version,
-                supported: MODEL_VERSION,
-            });
-        }
-        let envelope: Envelope<'_> = serde_json::from_str(text).map_err(parse_error)?;
-        let bytes = envelope.model.get().as_bytes();
-        if sha256_hex(bytes) != envelope.sha256 {
-            return Err(ModelFileError::ChecksumMismatch {
-                path: path.to_owned(),
-            });
-        }
-        let body: ModelBody = serde_json::from_slice(bytes).map_err(parse_error)?;
-        Self::from_body(body, id_of(bytes)).map_err(|reason| ModelFileError::Inconsistent {
-            path: path.to_owned(),
-            reason,
         })
     }
 
     /// Writes the model atomically: a temporary file in the same directory, fsync, rename,
     /// fsync of the directory, so a crash leaves the old file or the new one, never half.
     pub fn save(&self, path: &Path) -> Result<(), ModelFileError> {
-        let io = |action, p: &Path| {
-            let p = p.to_owned();
-            move |source| ModelFileError::Io {
-                action,
-                path: p,
+        write_envelope(path, MODEL_FORMAT, MODEL_VERSION, &self.body)
+    }
+}
+
+/// Any model file the daemon reads from its model directory.
+#[derive(Debug)]
+pub enum ModelFile {
+    /// A model for one container size.
+    PerSize(Box<Model>),
+    /// A model across container sizes.
+    AcrossSizes(Box<crate::sizes_model::SizesModel>),
+}
+
+impl ModelFile {
+    /// Reads a model file of either kind, telling them apart by their `format`.
+    pub fn load(path: &Path) -> Result<Self, ModelFileError> {
+        let text =
+            crate::regular_file::read_to_string(path).map_err(|source| ModelFileError::Io {
+                action: "read",
+                path: path.to_owned(),
+                source,
+            })?;
+        if format_of(&text, path)? == crate::sizes_model::SIZES_MODEL_FORMAT {
+            crate::sizes_model::SizesModel::from_file_text(&text, path)
+                .map(|m| Self::AcrossSizes(Box::new(m)))
+        } else {
+            Model::from_file_text(&text, path).map(|m| Self::PerSize(Box::new(m)))
+        }
+    }
+}
+
+/// The `format` a model file names, read before anything else so that each kind of model
+/// file is read by its own reader.
+fn format_of(text: &str, path: &Path) -> Result<String, ModelFileError> {
+    let head: Head = serde_json::from_str(text).map_err(parse_error(path))?;
+    Ok(head.format)
+}
+
+fn parse_error(path: &Path) -> impl Fn(serde_json::Error) -> ModelFileError + '_ {
+    move |source| {
+        let source = crate::json_error::JsonError::from(source);
+        if source.is_eof() {
+            ModelFileError::Truncated {
+                path: path.to_owned(),
+            }
+        } else {
+            ModelFileError::Corrupt {
+                path: path.to_owned(),
                 source,
             }
-        };
-        let encode = |source| ModelFileError::Encode {
-            path: path.to_owned(),
-            source,
-        };
-        let body = serde_json::to_string(&self.body).map_err(encode)?;
-        let raw = RawValue::from_string(body).map_err(encode)?;
-        let envelope = Envelope {
-            format: MODEL_FORMAT.to_owned(),
-            version: MODEL_VERSION,
-            sha256: sha256_hex(raw.get().as_bytes()),
-            model: &raw,
-        };
-        let text = serde_json::to_string(&envelope).map_err(encode)?;
-        crate::atomic_file::write_owned(
-            path,
-            &[text.as_bytes(), b"\n"],
-            MODEL_FILE_MODE,
-            crate::atomic_file::group_id(MODEL_FILE_GROUP),
-        )
-        .map_err(io("write", path))
+        }
     }
+}
+
+/// The body of a model file of `format` and `version`, its checksum verified.
+pub(crate) fn open_envelope<'a>(
+    text: &'a str,
+    path: &Path,
+    format: &'static str,
+    version: u32,
+) -> Result<&'a str, ModelFileError> {
+    // Format and version first, so a future layout is refused as such, not as corrupt.
+    let head: Head = serde_json::from_str(text).map_err(parse_error(path))?;
+    if head.format != format {
+        return Err(ModelFileError::NotAModel {
+            path: path.to_owned(),
+            found: crate::json_error::clip(&head.format, 80),
+            expected: format,
+        });
+    }
+    if head.version != version {
+        return Err(ModelFileError::UnsupportedVersion {
+            path: path.to_owned(),
+            found: head.version,
+            supported: version,
+        });
+    }
+    let envelope: Envelope<'_> = serde_json::from_str(text).map_err(parse_error(path))?;
+    let bytes = envelope.model.get();
+    if sha256_hex(bytes.as_bytes()) != envelope.sha256 {
+        return Err(ModelFileError::ChecksumMismatch {
+            path: path.to_owned(),
+        });
+    }
+    Ok(bytes)
+}
+
+/// Writes `body` as a model file of `format` and `version`, atomically and with the model
+/// file's mode and group.
+pub(crate) fn write_envelope(
+    path: &Path,
+    format: &str,
+    version: u32,
+    body: &impl Serialize,
+) -> Result<(), ModelFileError> {
+    let encode = |source| ModelFileError::Encode {
+        path: path.to_owned(),
+        source,
+    };
+    let body = serde_json::to_string(body).map_err(encode)?;
+    let raw = RawValue::from_string(body).map_err(encode)?;
+    let envelope = Envelope {
+        format: format.to_owned(),
+        version,
+        sha256: sha256_hex(raw.get().as_bytes()),
+        model: &raw,
+    };
+    let text = serde_json::to_string(&envelope).map_err(encode)?;
+    crate::atomic_file::write_owned(
+        path,
+        &[text.as_bytes(), b"\n"],
+        MODEL_FILE_MODE,
+        crate::atomic_file::group_id(MODEL_FILE_GROUP),
+    )
+    .map_err(|source| ModelFileError::Io {
+        action: "write",
+        path: path.to_owned(),
+        source,
+    })
 }
 
 /// A model file's mode: the daemon reads it through the `placed` group; nobody else needs

@@ -21,9 +21,11 @@ use linfa::prelude::*;
 use ndarray::{Array1, Array2};
 
 use crate::accuracy::ErrorSummary;
-use crate::data::{Dataset, Provenance};
+use serde::{Deserialize, Serialize};
+
+use crate::data::{Dataset, PlacementInfo, Provenance};
 use crate::evaluation::{Evaluation, evaluate};
-use crate::forest::ForestError;
+use crate::forest::{Forest, ForestError};
 use crate::train::{TrainError, TrainOptions};
 
 /// One size held out.
@@ -95,6 +97,12 @@ pub enum SizesError {
     /// Fitting the model across sizes failed.
     #[error("fitting the model across sizes")]
     Forest(#[from] ForestError),
+    /// The fitted model could not be encoded (a bug, not a data problem).
+    #[error("cannot encode the model across sizes: {reason}")]
+    Encode {
+        /// The encoder's complaint.
+        reason: String,
+    },
 }
 
 /// One size's data as the model across sizes reads it.
@@ -113,15 +121,12 @@ impl Size {
 
     /// The feature vector of `row` measured in the baseline and `probe`, for `target`.
     fn features(&self, row: usize, probe: usize, target: usize) -> Vec<f64> {
-        let base = &self.described[self.evaluation.baseline];
-        let to = &self.described[target];
-        base.iter()
-            .chain(&self.described[probe])
-            .copied()
-            .chain(std::iter::once(self.probe_ratio(row, probe)))
-            .chain(to.iter().copied())
-            .chain(to.iter().zip(base).map(|(t, b)| t - b))
-            .collect()
+        row_features(
+            &self.described[self.evaluation.baseline],
+            &self.described[probe],
+            self.probe_ratio(row, probe),
+            &self.described[target],
+        )
     }
 
     /// Targets predicted for a container measured in the baseline and `probe`.
@@ -130,46 +135,85 @@ impl Size {
     }
 }
 
-/// Each placement of every file described by its resources relative to the largest of all
-/// the files' placements, and the PUs per core it fills where the machine has a `core`
-/// concern.
-fn describe(data: &[&Dataset]) -> Vec<Vec<Vec<f64>>> {
-    let concerns = &data[0].header().concerns;
-    let core = concerns.iter().position(|c| c == "core");
-    let mut largest = vec![0.0_f64; concerns.len()];
-    for d in data {
-        for p in &d.header().placements {
-            for (l, &s) in largest.iter_mut().zip(&p.scores) {
-                *l = l.max(s);
+/// How placements of any size are described: each concern's score over the largest any
+/// placement of the training data has for it, and the PUs per core the placement fills
+/// where the machine has a `core` concern. A model across sizes stores it, so a size it
+/// never saw is described on the same scale.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Describer {
+    /// Per concern, the largest score of the training data's placements.
+    pub(crate) largest: Vec<f64>,
+    /// The `core` concern's position, if the machine has one.
+    pub(crate) core: Option<usize>,
+}
+
+impl Describer {
+    fn of(data: &[&Dataset]) -> Self {
+        let concerns = &data[0].header().concerns;
+        let mut largest = vec![0.0_f64; concerns.len()];
+        for d in data {
+            for p in &d.header().placements {
+                for (l, &s) in largest.iter_mut().zip(&p.scores) {
+                    *l = l.max(s);
+                }
             }
         }
+        Self {
+            largest,
+            core: concerns.iter().position(|c| c == "core"),
+        }
     }
-    data.iter()
-        .map(|d| {
-            let v = f64::from(d.header().v);
-            d.header()
-                .placements
-                .iter()
-                .map(|p| {
-                    let mut x: Vec<f64> = p
-                        .scores
-                        .iter()
-                        .zip(&largest)
-                        .map(|(&s, &l)| if l > 0.0 { s / l } else { 0.0 })
-                        .collect();
-                    if let Some(c) = core {
-                        x.push(if p.scores[c] > 0.0 {
-                            v / p.scores[c]
-                        } else {
-                            0.0
-                        });
-                    }
-                    x
-                })
-                .collect()
-        })
+
+    /// `p`, a placement for containers of `v` vCPUs, described.
+    pub(crate) fn describe(&self, p: &PlacementInfo, v: u32) -> Vec<f64> {
+        let mut x: Vec<f64> = p
+            .scores
+            .iter()
+            .zip(&self.largest)
+            .map(|(&s, &l)| if l > 0.0 { s / l } else { 0.0 })
+            .collect();
+        if let Some(c) = self.core {
+            let cores = p.scores.get(c).copied().unwrap_or(0.0);
+            x.push(if cores > 0.0 {
+                f64::from(v) / cores
+            } else {
+                0.0
+            });
+        }
+        x
+    }
+
+    /// Every placement of `d` described.
+    fn describe_all(&self, d: &Dataset) -> Vec<Vec<f64>> {
+        let v = d.header().v;
+        d.header()
+            .placements
+            .iter()
+            .map(|p| self.describe(p, v))
+            .collect()
+    }
+
+    /// How many values [`Self::describe`] gives.
+    pub(crate) fn width(&self) -> usize {
+        self.largest.len() + usize::from(self.core.is_some())
+    }
+}
+
+/// The forest's input for one target placement of a container measured in the baseline and
+/// the probe (`ratio` = probe over baseline).
+pub(crate) fn row_features(base: &[f64], probe: &[f64], ratio: f64, target: &[f64]) -> Vec<f64> {
+    base.iter()
+        .chain(probe)
+        .copied()
+        .chain(std::iter::once(ratio))
+        .chain(target.iter().copied())
+        .chain(target.iter().zip(base).map(|(t, b)| t - b))
         .collect()
 }
+
+/// The 90% quantile of the held-out relative errors: a model across sizes widens each
+/// prediction by it (docs/models.md, "Across sizes").
+pub const ACROSS_LEVEL: f64 = 0.9;
 
 fn distance(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum::<f64>()
@@ -180,131 +224,200 @@ pub fn leave_one_size_out(
     data: &[Dataset],
     options: &TrainOptions,
 ) -> Result<AcrossSizes, SizesError> {
-    if data.len() < 2 {
-        return Err(SizesError::TooFewSizes { found: data.len() });
-    }
-    let first = data[0].header();
-    let mut order: Vec<usize> = (0..data.len()).collect();
-    order.sort_by_key(|&i| data[i].header().v);
-    for pair in order.windows(2) {
-        if data[pair[0]].header().v == data[pair[1]].header().v {
-            return Err(SizesError::DuplicateSize {
-                v: data[pair[0]].header().v,
-            });
+    Ok(Prepared::new(data, options)?.held_out(options)?.0)
+}
+
+/// The sizes read, checked and cross-validated one by one: what both measuring the model
+/// across sizes and fitting it start from.
+pub(crate) struct Prepared {
+    pub(crate) provenance: Provenance,
+    pub(crate) fingerprint: String,
+    pub(crate) concerns: Vec<String>,
+    pub(crate) describer: Describer,
+    sizes: Vec<Size>,
+}
+
+impl Prepared {
+    pub(crate) fn new(data: &[Dataset], options: &TrainOptions) -> Result<Self, SizesError> {
+        if data.len() < 2 {
+            return Err(SizesError::TooFewSizes { found: data.len() });
         }
-    }
-    for d in data {
-        let h = d.header();
-        if h.fingerprint != first.fingerprint || h.concerns != first.concerns {
-            return Err(SizesError::OtherMachine {
-                v: h.v,
-                expected: first.fingerprint.clone(),
-                found: h.fingerprint.clone(),
-            });
-        }
-    }
-    let data: Vec<&Dataset> = order.iter().map(|&i| &data[i]).collect();
-    let described = describe(&data);
-    let sizes = data
-        .iter()
-        .zip(described)
-        .map(|(d, described)| {
-            let v = d.header().v;
-            let evaluation =
-                evaluate(d, options).map_err(|source| SizesError::Evaluate { v, source })?;
-            Ok(Size {
-                v,
-                evaluation,
-                described,
-            })
-        })
-        .collect::<Result<Vec<_>, SizesError>>()?;
-    let params = options.cv_forest();
-    let mut out = Vec::with_capacity(sizes.len());
-    for (k, held) in sizes.iter().enumerate() {
-        let others: Vec<&Size> = sizes
-            .iter()
-            .enumerate()
-            .filter(|&(j, _)| j != k)
-            .map(|(_, s)| s)
-            .collect();
-        let probe = nearest_probe(held, &others);
-        let e = &held.evaluation;
-        let mut families: Vec<&str> = e.rows.iter().map(|r| r.family.as_str()).collect();
-        families.sort_unstable();
-        families.dedup();
-        let mut errors = Vec::new();
-        for family in families {
-            let (x, y) = training_rows(&others, family)?;
-            let forest = params.fit(&DatasetBase::new(x, y))?;
-            for r in (0..e.rows.len()).filter(|&r| e.rows[r].family == family) {
-                for target in held.targets(probe) {
-                    let x = Array1::from(held.features(r, probe, target));
-                    let predicted = forest.predict_with_spread(x.view())?.mean[0];
-                    let actual = e.actual[[r, target]];
-                    errors.push((predicted - actual).abs() / actual * 100.0);
-                }
+        let first = data[0].header();
+        let mut order: Vec<usize> = (0..data.len()).collect();
+        order.sort_by_key(|&i| data[i].header().v);
+        for pair in order.windows(2) {
+            if data[pair[0]].header().v == data[pair[1]].header().v {
+                return Err(SizesError::DuplicateSize {
+                    v: data[pair[0]].header().v,
+                });
             }
         }
-        let placements = e.placements.len();
-        out.push(HeldOutSize {
-            v: held.v,
-            placements,
-            runs: e.rows.len(),
-            measurements: e.rows.len() * placements,
-            probe: e.placements[probe].clone(),
-            per_size: e.forest.accuracy.overall(),
-            across: ErrorSummary::of(errors.into_iter()).unwrap_or(ErrorSummary {
-                mean: 0.0,
-                worst: 0.0,
-                cells: 0,
-            }),
-        });
-    }
-    let provenance = data
-        .iter()
-        .map(|d| d.provenance())
-        .max_by_key(|p| match p {
-            Provenance::Real => 0,
-            Provenance::VirtualMachine => 1,
-            Provenance::Simulated => 2,
+        for d in data {
+            let h = d.header();
+            if h.fingerprint != first.fingerprint || h.concerns != first.concerns {
+                return Err(SizesError::OtherMachine {
+                    v: h.v,
+                    expected: first.fingerprint.clone(),
+                    found: h.fingerprint.clone(),
+                });
+            }
+        }
+        let data: Vec<&Dataset> = order.iter().map(|&i| &data[i]).collect();
+        let describer = Describer::of(&data);
+        let sizes = data
+            .iter()
+            .map(|d| {
+                let v = d.header().v;
+                let evaluation =
+                    evaluate(d, options).map_err(|source| SizesError::Evaluate { v, source })?;
+                Ok(Size {
+                    v,
+                    evaluation,
+                    described: describer.describe_all(d),
+                })
+            })
+            .collect::<Result<Vec<_>, SizesError>>()?;
+        let provenance = data
+            .iter()
+            .map(|d| d.provenance())
+            .max_by_key(|p| match p {
+                Provenance::Real => 0,
+                Provenance::VirtualMachine => 1,
+                Provenance::Simulated => 2,
+            })
+            .unwrap_or(Provenance::Simulated);
+        Ok(Self {
+            provenance,
+            fingerprint: first.fingerprint.clone(),
+            concerns: first.concerns.clone(),
+            describer,
+            sizes,
         })
-        .unwrap_or(Provenance::Simulated);
-    Ok(AcrossSizes {
-        provenance,
-        fingerprint: first.fingerprint.clone(),
-        sizes: out,
-    })
+    }
+
+    /// The sizes, smallest first.
+    pub(crate) fn vs(&self) -> Vec<u32> {
+        self.sizes.iter().map(|s| s.v).collect()
+    }
+
+    /// Workload runs over all sizes.
+    pub(crate) fn runs(&self) -> usize {
+        self.sizes.iter().map(|s| s.evaluation.rows.len()).sum()
+    }
+
+    /// The mean description of the probes the sizes' own cross-validation chose: a size
+    /// the model never saw is probed in its placement nearest it.
+    pub(crate) fn probe_description(&self) -> Vec<f64> {
+        let all: Vec<&Size> = self.sizes.iter().collect();
+        mean_probe(&all)
+    }
+
+    /// Each size held out in turn, and every held-out cell's relative error (a fraction).
+    pub(crate) fn held_out(
+        &self,
+        options: &TrainOptions,
+    ) -> Result<(AcrossSizes, Vec<f64>), SizesError> {
+        let params = options.cv_forest();
+        let mut out = Vec::with_capacity(self.sizes.len());
+        let mut all_errors = Vec::new();
+        for (k, held) in self.sizes.iter().enumerate() {
+            let others: Vec<&Size> = self
+                .sizes
+                .iter()
+                .enumerate()
+                .filter(|&(j, _)| j != k)
+                .map(|(_, s)| s)
+                .collect();
+            let probe = nearest(
+                &held.described,
+                held.evaluation.baseline,
+                &mean_probe(&others),
+            )
+            .unwrap_or(held.evaluation.probe);
+            let e = &held.evaluation;
+            let mut families: Vec<&str> = e.rows.iter().map(|r| r.family.as_str()).collect();
+            families.sort_unstable();
+            families.dedup();
+            let mut errors = Vec::new();
+            for family in families {
+                let (x, y) = training_rows(&others, Some(family))?;
+                let forest = params.fit(&DatasetBase::new(x, y))?;
+                for r in (0..e.rows.len()).filter(|&r| e.rows[r].family == family) {
+                    for target in held.targets(probe) {
+                        let x = Array1::from(held.features(r, probe, target));
+                        let predicted = forest.predict_with_spread(x.view())?.mean[0];
+                        let actual = e.actual[[r, target]];
+                        errors.push((predicted - actual).abs() / actual);
+                    }
+                }
+            }
+            let placements = e.placements.len();
+            out.push(HeldOutSize {
+                v: held.v,
+                placements,
+                runs: e.rows.len(),
+                measurements: e.rows.len() * placements,
+                probe: e.placements[probe].clone(),
+                per_size: e.forest.accuracy.overall(),
+                across: ErrorSummary::of(errors.iter().map(|e| e * 100.0)).unwrap_or(
+                    ErrorSummary {
+                        mean: 0.0,
+                        worst: 0.0,
+                        cells: 0,
+                    },
+                ),
+            });
+            all_errors.extend(errors);
+        }
+        let report = AcrossSizes {
+            provenance: self.provenance,
+            fingerprint: self.fingerprint.clone(),
+            sizes: out,
+        };
+        Ok((report, all_errors))
+    }
+
+    /// The forest over every size's rows.
+    pub(crate) fn fit(&self, options: &TrainOptions) -> Result<Forest, SizesError> {
+        let all: Vec<&Size> = self.sizes.iter().collect();
+        let (x, y) = training_rows(&all, None)?;
+        Ok(options.forest.fit(&DatasetBase::new(x, y))?)
+    }
 }
 
-/// The held-out size's probe: its placement (not the baseline) described most like the
-/// probes the other sizes' own cross-validation chose.
-fn nearest_probe(held: &Size, others: &[&Size]) -> usize {
-    let width = held.described[0].len();
+/// The mean description of the probes `sizes` chose.
+fn mean_probe(sizes: &[&Size]) -> Vec<f64> {
+    let width = sizes.first().map_or(0, |s| s.described[0].len());
     let mut mean = vec![0.0; width];
-    for s in others {
+    for s in sizes {
         for (m, x) in mean.iter_mut().zip(&s.described[s.evaluation.probe]) {
-            *m += x / others.len() as f64;
+            *m += x / sizes.len() as f64;
         }
     }
-    (0..held.described.len())
-        .filter(|&p| p != held.evaluation.baseline)
-        .min_by(|&a, &b| {
-            distance(&held.described[a], &mean).total_cmp(&distance(&held.described[b], &mean))
-        })
-        .unwrap_or(held.evaluation.probe)
+    mean
 }
 
-/// Every row of `sizes` but those of `family`, each target placement of each run one row,
-/// with the probe each size's cross-validation chose.
-fn training_rows(sizes: &[&Size], family: &str) -> Result<(Array2<f64>, Array2<f64>), ForestError> {
+/// The placement (not the baseline) whose description is nearest `to`; `None` when the
+/// baseline is the only one.
+pub(crate) fn nearest(described: &[Vec<f64>], baseline: usize, to: &[f64]) -> Option<usize> {
+    (0..described.len())
+        .filter(|&p| p != baseline)
+        .min_by(|&a, &b| distance(&described[a], to).total_cmp(&distance(&described[b], to)))
+}
+
+/// Every row of `sizes` but those of `family` (if one is named), each target placement of
+/// each run one row, with the probe each size's cross-validation chose.
+fn training_rows(
+    sizes: &[&Size],
+    family: Option<&str>,
+) -> Result<(Array2<f64>, Array2<f64>), ForestError> {
     let mut x: Vec<f64> = Vec::new();
     let mut y: Vec<f64> = Vec::new();
     let mut width = 0;
     for s in sizes {
         let e = &s.evaluation;
         for (r, row) in e.rows.iter().enumerate() {
-            if row.family == family {
+            if Some(row.family.as_str()) == family {
                 continue;
             }
             for target in s.targets(e.probe) {
@@ -329,20 +442,7 @@ fn training_rows(sizes: &[&Size], family: &str) -> Result<(Array2<f64>, Array2<f
 mod tests {
     use super::*;
     use crate::data::RunRecord;
-    use crate::test_data;
-
-    /// The standard test data as if collected for `v`.
-    fn sized(v: u32) -> Dataset {
-        let d = test_data::standard();
-        let mut header = d.header().clone();
-        header.v = v;
-        let records: Vec<RunRecord> = d
-            .records()
-            .iter()
-            .map(|r| RunRecord { v, ..r.clone() })
-            .collect();
-        Dataset::from_parts(header, records).unwrap()
-    }
+    use crate::test_data::sized;
 
     fn options() -> TrainOptions {
         TrainOptions {

@@ -75,3 +75,16 @@ pub(crate) fn standard() -> Dataset {
         6,
     )
 }
+
+/// The standard test data as if collected for containers of `v` vCPUs.
+pub(crate) fn sized(v: u32) -> Dataset {
+    let d = standard();
+    let mut header = d.header().clone();
+    header.v = v;
+    let records: Vec<RunRecord> = d
+        .records()
+        .iter()
+        .map(|r| RunRecord { v, ..r.clone() })
+        .collect();
+    Dataset::from_parts(header, records).expect("test data is valid")
+}

@@ -9,7 +9,7 @@ use placed_models::hold_out::Split;
 use placed_models::interval::{Calibration, CellCoverage, Score};
 use placed_models::model::ProbeCandidate;
 use placed_models::sizes::AcrossSizes;
-use placed_models::{Dataset, Evaluation, Model, Provenance};
+use placed_models::{Dataset, Evaluation, Model, Predictor, Provenance};
 
 /// The banner every report starts with: what the numbers are about and where they came from.
 pub fn banner(provenance: Provenance, fingerprint: &str, v: u32) -> String {
@@ -128,7 +128,7 @@ fn category_comparison(e: &Evaluation) -> String {
 }
 
 /// A model checked on data it was not trained on: overall, per placement and per workload.
-pub fn check_tables(c: &CheckReport, model: &Model) -> String {
+pub fn check_tables(c: &CheckReport, model: &dyn Predictor) -> String {
     let machine = model.machine();
     let mut out = banner(c.provenance, &machine.fingerprint, machine.v);
     let _ = writeln!(

@@ -530,3 +530,71 @@ fn policies_refuses_data_from_another_machine() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("the machine the data was collected on"));
 }
+
+#[test]
+fn sizes_holds_each_size_out_and_writes_the_model_across_sizes() {
+    let dir = tempfile::tempdir().unwrap();
+    for v in ["4", "8", "12"] {
+        let sim = placed_train(
+            &[
+                "simulate",
+                "--synthetic",
+                TOPOLOGY,
+                "--vcpus",
+                v,
+                "--families",
+                "6",
+                "--workloads-per-family",
+                "3",
+                "--out",
+                &format!("data-{v}.jsonl"),
+            ],
+            dir.path(),
+        );
+        assert!(sim.status.success());
+    }
+    let mut args = vec![
+        "sizes",
+        "--data",
+        "data-4.jsonl",
+        "--data",
+        "data-8.jsonl",
+        "--out",
+        "sizes.json",
+    ];
+    args.extend(FAST);
+    let out = placed_train(&args, dir.path());
+    assert!(out.status.success());
+    let text = stdout(&out);
+    assert!(text.contains("SIMULATED"), "{text}");
+    assert!(text.contains("wrote model across sizes"), "{text}");
+    let model = placed_models::SizesModel::load(&dir.path().join("sizes.json")).unwrap();
+    assert_eq!(model.sizes(), [4, 8]);
+    assert_eq!(model.provenance(), Provenance::Simulated);
+    assert!(text.contains(model.id()), "{text}");
+
+    // Applied to a size it never saw, as the daemon applies it.
+    let checked = placed_train(
+        &["check", "--model", "sizes.json", "--data", "data-12.jsonl"],
+        dir.path(),
+    );
+    assert!(checked.status.success());
+    let text = stdout(&checked);
+    assert!(
+        text.contains(&format!("model {}-v12", model.id())),
+        "{text}"
+    );
+    assert!(text.contains("interval coverage"), "{text}");
+
+    // One size is nothing to leave out: refused as bad input, nothing written.
+    let one = placed_train(
+        &["sizes", "--data", "data-4.jsonl", "--out", "one.json"],
+        dir.path(),
+    );
+    assert_eq!(one.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&one.stderr).contains("at least 2 sizes"),
+        "{one:?}"
+    );
+    assert!(!dir.path().join("one.json").exists());
+}

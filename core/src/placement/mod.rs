@@ -74,6 +74,13 @@ pub struct PlacementSet {
     pub covers: bool,
 }
 
+impl Placement {
+    /// The scores as data files and models hold them: whole units, not thousandths.
+    pub fn scores_in_units(&self) -> Vec<f64> {
+        self.scores.iter().map(|&s| s as f64 / 1000.0).collect()
+    }
+}
+
 impl PlacementSet {
     pub fn get(&self, id: &str) -> Option<&Placement> {
         self.placements.iter().find(|p| p.id == id)

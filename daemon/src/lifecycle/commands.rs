@@ -247,6 +247,7 @@ impl Daemon {
             uptime: s.started.elapsed(),
             counts: s.registry().counts(),
             models: models.clone(),
+            across: s.models.all_across(),
             state_file: s.store.path().display().to_string(),
             cgroup: format!(
                 "{} ({})",

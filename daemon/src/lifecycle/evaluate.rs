@@ -218,6 +218,14 @@ impl Handle {
                 n.probe_ratio, n.nearest_interval.0, n.nearest_interval.1
             ));
         }
+        if let Some(sizes) = loaded.model.trained_sizes() {
+            let sizes: Vec<String> = sizes.iter().map(u32::to_string).collect();
+            warnings.push(format!(
+                "no model for {} vCPUs: predicted by the model across sizes trained on v = {}, its intervals as wide as its errors on sizes it did not see",
+                rec.vcpus,
+                sizes.join(", ")
+            ));
+        }
         if let Some(reason) = &below_gate {
             warnings.push(format!(
                 "model {} is below the accuracy gate ({reason}): this prediction is shown, never acted on",

@@ -68,7 +68,7 @@ use placed_host::observe::SourceSpec;
 
 pub use error::DaemonError;
 pub use events::{Event, EventKind};
-pub use models::LoadedModel;
+pub use models::{LoadedModel, LoadedSizesModel};
 pub use unmanage::Unmanaged;
 
 use shared::Shared;
@@ -222,6 +222,8 @@ pub struct StatusView {
     pub uptime: Duration,
     pub counts: Vec<(Lifecycle, usize)>,
     pub models: Vec<LoadedModel>,
+    /// Models across sizes, for sizes without their own.
+    pub across: Vec<LoadedSizesModel>,
     pub state_file: String,
     pub cgroup: String,
     pub warnings: Vec<String>,

@@ -1,5 +1,7 @@
 //! The models the daemon predicts with: every model file in the model directory, indexed
-//! by machine class and vCPU count. A lookup that misses rescans the directory, so a model
+//! by machine class and vCPU count. A container size with no model of its own is predicted
+//! by the machine class's model across sizes, when one is installed (docs/models.md,
+//! "Across sizes"). A lookup that misses rescans the directory, so a model
 //! installed by `placed-train` while the daemon runs is picked up without a restart; a hit
 //! checks that its file is still the one it was read from (modification time, size, inode),
 //! so a retrained model that replaced the file, or a removed file, is noticed too.
@@ -10,14 +12,22 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use placed_models::{Model, ModelFileError};
+use placed_models::data::PlacementInfo;
+use placed_models::{ModelFile, ModelFileError, Predictor, SizesModel};
 
 use placed_core::placement::PlacementSet;
 
 /// A loaded model and where it came from.
 #[derive(Debug, Clone)]
 pub struct LoadedModel {
-    pub model: Arc<Model>,
+    pub model: Arc<dyn Predictor>,
+    pub path: PathBuf,
+}
+
+/// A model across sizes and where it came from.
+#[derive(Debug, Clone)]
+pub struct LoadedSizesModel {
+    pub model: Arc<SizesModel>,
     pub path: PathBuf,
 }
 
@@ -43,6 +53,8 @@ fn stamp(path: &Path) -> Option<Stamp> {
 struct Index {
     /// (fingerprint, v) -> model.
     by_class: HashMap<(String, usize), LoadedModel>,
+    /// fingerprint -> model across sizes.
+    across: HashMap<String, LoadedSizesModel>,
     /// Files already read, with the version read, so a rescan reads only new or changed
     /// ones.
     seen: HashMap<PathBuf, Stamp>,
@@ -52,6 +64,7 @@ impl Index {
     /// Forgets whatever was loaded from `path`.
     fn drop_path(&mut self, path: &Path) {
         self.by_class.retain(|_, m| m.path != path);
+        self.across.retain(|_, m| m.path != path);
     }
 }
 
@@ -117,13 +130,13 @@ impl ModelLibrary {
         };
         // Loading (hashing, parsing megabytes) happens outside the lock.
         for (path, version) in fresh {
-            let loaded = Model::load(&path);
+            let loaded = ModelFile::load(&path);
             let mut index = self.lock();
             index.seen.insert(path.clone(), version);
             // Whatever the file held before is not what it holds now.
             index.drop_path(&path);
             match loaded {
-                Ok(model) => {
+                Ok(ModelFile::PerSize(model)) => {
                     let key = (
                         model.machine().fingerprint.clone(),
                         model.machine().v as usize,
@@ -132,7 +145,21 @@ impl ModelLibrary {
                     index.by_class.insert(
                         key,
                         LoadedModel {
-                            model: Arc::new(model),
+                            model: Arc::<placed_models::Model>::from(model),
+                            path,
+                        },
+                    );
+                }
+                Ok(ModelFile::AcrossSizes(model)) => {
+                    let fingerprint = model.fingerprint().to_owned();
+                    tracing::info!(path = %path.display(), model = model.id(), fingerprint = %fingerprint, sizes = ?model.sizes(), "model across sizes loaded");
+                    if let Some(old) = index.across.get(&fingerprint) {
+                        tracing::warn!(path = %path.display(), replaces = %old.path.display(), "two models across sizes for one machine class: the later file name is used");
+                    }
+                    index.across.insert(
+                        fingerprint,
+                        LoadedSizesModel {
+                            model: Arc::from(model),
                             path,
                         },
                     );
@@ -159,24 +186,61 @@ impl ModelLibrary {
         self.lock().by_class.get(&key).cloned()
     }
 
-    /// The model for a machine class and `v`, if its placements are this machine's.
+    /// The model for a machine class and `v`, if its placements are this machine's: the
+    /// size's own model, else the class's model across sizes made ready for `v`.
     pub fn find(&self, fingerprint: &str, placements: &PlacementSet) -> Option<LoadedModel> {
-        let found = self.lookup(fingerprint, placements.vcpus)?;
-        // The fingerprint covers what the concerns see, but a change to the placement
-        // algorithm could change ids without changing it.
-        let unknown: Vec<&str> = found
-            .model
-            .placements()
-            .iter()
-            .map(|p| p.id.as_str())
-            .filter(|id| placements.get(id).is_none())
-            .collect();
-        if unknown.is_empty() {
-            Some(found)
-        } else {
-            tracing::warn!(path = %found.path.display(), ?unknown, "model names placements this machine does not have; retrain it");
-            None
+        match self.lookup(fingerprint, placements.vcpus) {
+            Some(found) => {
+                // The fingerprint covers what the concerns see, but a change to the
+                // placement algorithm could change ids without changing it.
+                let unknown: Vec<&str> = found
+                    .model
+                    .placements()
+                    .iter()
+                    .map(|p| p.id.as_str())
+                    .filter(|id| placements.get(id).is_none())
+                    .collect();
+                if unknown.is_empty() {
+                    return Some(found);
+                }
+                tracing::warn!(path = %found.path.display(), ?unknown, "model names placements this machine does not have; retrain it");
+                None
+            }
+            None => self.across_sizes(fingerprint, placements),
         }
+    }
+
+    /// The class's model across sizes made ready for the set's size. It is made again at
+    /// each lookup (describing a few dozen placements), so a per-size model installed
+    /// later takes over at the next one.
+    fn across_sizes(&self, fingerprint: &str, set: &PlacementSet) -> Option<LoadedModel> {
+        let loaded = self.lock().across.get(fingerprint).cloned()?;
+        let v = u32::try_from(set.vcpus).ok()?;
+        let placements = set
+            .placements
+            .iter()
+            .map(|p| PlacementInfo {
+                id: p.id.clone(),
+                scores: p.scores_in_units(),
+            })
+            .collect();
+        match loaded.model.for_size(v, placements) {
+            Ok(sized) => Some(LoadedModel {
+                model: Arc::new(sized),
+                path: loaded.path,
+            }),
+            Err(e) => {
+                tracing::warn!(path = %loaded.path.display(), vcpus = v, error = %e, "the model across sizes cannot predict for this size");
+                None
+            }
+        }
+    }
+
+    /// Every model across sizes loaded, for status.
+    pub fn all_across(&self) -> Vec<LoadedSizesModel> {
+        let mut v: Vec<LoadedSizesModel> = self.lock().across.values().cloned().collect();
+        v.sort_by(|a, b| a.path.cmp(&b.path));
+        v
     }
 
     /// Every model loaded, for status.
@@ -200,7 +264,7 @@ mod tests {
         DATA_FORMAT_VERSION, MachineHeader, Measurement, PlacementInfo, RunRecord,
     };
     use placed_models::forest::ForestParams;
-    use placed_models::{Dataset, Provenance, TrainOptions};
+    use placed_models::{Dataset, Model, Provenance, TrainOptions};
 
     const FINGERPRINT: &str = "mc1-test";
     const V: u32 = 4;

@@ -479,7 +479,15 @@ impl Api {
                     vcpus: m.model.machine().v,
                     provenance: convert::provenance(m.model.provenance()) as i32,
                     path: m.path.display().to_string(),
+                    trained_vcpus: Vec::new(),
                 })
+                .chain(s.across.iter().map(|m| pb::ModelInfo {
+                    id: m.model.id().to_owned(),
+                    vcpus: 0,
+                    provenance: convert::provenance(m.model.provenance()) as i32,
+                    path: m.path.display().to_string(),
+                    trained_vcpus: m.model.sizes().to_vec(),
+                }))
                 .collect(),
             state_file: s.state_file,
             cgroup: s.cgroup,

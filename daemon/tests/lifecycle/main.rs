@@ -17,6 +17,7 @@ mod metric;
 mod reconcile;
 mod settings;
 mod sharing;
+mod sizes;
 mod third;
 mod unmanage;
 mod vanish;

@@ -36,7 +36,7 @@ use placed_models::data::{
     DATA_FORMAT_VERSION, MachineHeader, Measurement, PlacementInfo, RunRecord,
 };
 use placed_models::forest::ForestParams;
-use placed_models::{Dataset, Model, Provenance, TrainOptions};
+use placed_models::{Dataset, Model, Provenance, SizesModel, TrainOptions};
 use tokio::sync::broadcast::{Receiver, error::RecvError};
 use tokio::task::JoinHandle;
 
@@ -67,9 +67,25 @@ pub fn machine() -> Machine {
     Machine::load(&TopologySource::XmlFile(path), None).expect("the test topology loads")
 }
 
-/// A model for `v` vCPUs on `machine`, trained on made-up data where each placement's
-/// performance depends on its index: four families, two rising and two falling.
+/// A model for `v` vCPUs on `machine`, trained on [`data`].
 pub fn model(machine: &Machine, v: usize) -> Model {
+    placed_models::fit(&data(machine, v), &options())
+        .expect("the test model fits")
+        .0
+}
+
+/// The forest the test models use: small, so that fitting is quick.
+pub fn options() -> TrainOptions {
+    TrainOptions {
+        forest: ForestParams::new().n_trees(5),
+        counters_as_inputs: false,
+        ..TrainOptions::default()
+    }
+}
+
+/// Made-up data for `v` vCPUs on `machine` where each placement's performance depends on
+/// its index: four families, two rising and two falling.
+pub fn data(machine: &Machine, v: usize) -> Dataset {
     let set = important_placements(machine, v).expect("placements for the test v");
     let header = MachineHeader {
         version: DATA_FORMAT_VERSION,
@@ -81,7 +97,7 @@ pub fn model(machine: &Machine, v: usize) -> Model {
             .iter()
             .map(|p| PlacementInfo {
                 id: p.id.clone(),
-                scores: p.scores.iter().map(|&s| s as f64 / 1000.0).collect(),
+                scores: p.scores_in_units(),
             })
             .collect(),
     };
@@ -116,15 +132,7 @@ pub fn model(machine: &Machine, v: usize) -> Model {
             }
         }
     }
-    let data = Dataset::from_parts(header, records).expect("valid test data");
-    let options = TrainOptions {
-        forest: ForestParams::new().n_trees(5),
-        counters_as_inputs: false,
-        ..TrainOptions::default()
-    };
-    placed_models::fit(&data, &options)
-        .expect("the test model fits")
-        .0
+    Dataset::from_parts(header, records).expect("valid test data")
 }
 
 /// What a test starts the daemon on.
@@ -210,6 +218,20 @@ impl Scenario {
             }
         }
         drop(trained);
+        self
+    }
+
+    /// Installs a model across sizes trained on `sizes` (its file named as `placed-train
+    /// fit-sizes` suggests).
+    pub fn with_sizes_model(self, sizes: &[usize]) -> Self {
+        let data: Vec<Dataset> = sizes.iter().map(|&v| data(&self.machine, v)).collect();
+        let (model, _) = SizesModel::fit(&data, &options()).expect("the sizes model fits");
+        let path = self
+            .config
+            .daemon
+            .model_dir
+            .join(format!("{}-sizes.json", self.machine.fingerprint()));
+        model.save(&path).unwrap();
         self
     }
 

@@ -87,9 +87,15 @@ pub fn render_status(s: &pb::GetStatusResponse) -> String {
         let _ = writeln!(o, "\nModels");
         let mut t = Table::new(["ID", "VCPUS", "DATA", "PATH"]).right(1);
         for m in &s.models {
+            let vcpus = if m.trained_vcpus.is_empty() {
+                m.vcpus.to_string()
+            } else {
+                let sizes: Vec<String> = m.trained_vcpus.iter().map(u32::to_string).collect();
+                format!("any (across {})", sizes.join(","))
+            };
             t.row([
                 m.id.clone(),
-                m.vcpus.to_string(),
+                vcpus,
                 provenance_name(m.provenance).into(),
                 m.path.clone(),
             ]);
@@ -114,7 +120,8 @@ pub fn status_json(s: &pb::GetStatusResponse) -> Value {
             .map(|c| (state_name(c.state).to_owned(), json!(c.count)))
             .collect::<serde_json::Map<_, _>>(),
         "models": s.models.iter().map(|m| json!({
-            "id": m.id, "vcpus": m.vcpus, "provenance": provenance_name(m.provenance), "path": m.path,
+            "id": m.id, "vcpus": m.vcpus, "trained_vcpus": m.trained_vcpus,
+            "provenance": provenance_name(m.provenance), "path": m.path,
         })).collect::<Vec<_>>(),
         "warnings": s.warnings,
     })

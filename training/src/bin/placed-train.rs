@@ -90,6 +90,7 @@ enum Cli {
     },
     /// Apply a fitted model to a data file it was not trained on (another host of the
     /// class, a later collection): errors, interval coverage and novelty flags per workload.
+    /// A model across sizes (`sizes --out`) is applied to the data's size, seen or not.
     Check {
         /// The model file.
         #[arg(long)]
@@ -105,6 +106,10 @@ enum Cli {
         /// Training data of one machine class, one file per size (repeat the flag).
         #[arg(long, required = true)]
         data: Vec<PathBuf>,
+        /// Also fit the model across sizes on every size given and write it here; in the
+        /// daemon's model directory it predicts for every size without a model of its own.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
         #[command(flatten)]
         train: TrainFlags,
     },
@@ -603,7 +608,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 println!("\nwrote {} plots into {}", written.len(), dir.display());
             }
         }
-        Cli::Sizes { data, train } => {
+        Cli::Sizes { data, out, train } => {
             let datasets = data
                 .iter()
                 .map(|path| Dataset::load(path))
@@ -611,16 +616,44 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             for d in &datasets {
                 print!("{}", report::left_out(d));
             }
-            let across = placed_models::sizes::leave_one_size_out(&datasets, &train.options()?)
-                .context("leaving one size out")?;
-            print!("{}", report::sizes_table(&across));
+            let options = train.options()?;
+            match out {
+                None => {
+                    let across = placed_models::sizes::leave_one_size_out(&datasets, &options)
+                        .context("leaving one size out")?;
+                    print!("{}", report::sizes_table(&across));
+                }
+                Some(path) => {
+                    let (model, across) = placed_models::SizesModel::fit(&datasets, &options)
+                        .context("fitting the model across sizes")?;
+                    print!("{}", report::sizes_table(&across));
+                    model.save(&path)?;
+                    println!(
+                        "\nwrote model across sizes {} ({}) to {}: trained on v = {:?}, its intervals {:.1}% wide on either side (the held-out sizes' 90% error quantile)",
+                        model.id(),
+                        model.provenance(),
+                        path.display(),
+                        model.sizes(),
+                        model.error_quantile() * 100.0
+                    );
+                }
+            }
         }
         Cli::Check { model, data } => {
-            let model = placed_models::Model::load(&model)?;
             let dataset = Dataset::load(&data)?;
+            let model: Box<dyn placed_models::Predictor> =
+                match placed_models::ModelFile::load(&model)? {
+                    placed_models::ModelFile::PerSize(m) => m,
+                    // Made ready for the data's size, as the daemon makes it ready for a
+                    // container's.
+                    placed_models::ModelFile::AcrossSizes(m) => Box::new(
+                        std::sync::Arc::<placed_models::SizesModel>::from(m)
+                            .for_size(dataset.header().v, dataset.header().placements.clone())?,
+                    ),
+                };
             print!("{}", report::left_out(&dataset));
-            let checked = placed_models::check::check(&model, &dataset)?;
-            print!("{}", report::check_tables(&checked, &model));
+            let checked = placed_models::check::check(model.as_ref(), &dataset)?;
+            print!("{}", report::check_tables(&checked, model.as_ref()));
         }
         Cli::Policies {
             data,

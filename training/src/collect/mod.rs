@@ -192,7 +192,7 @@ pub fn header(set: &PlacementSet) -> MachineHeader {
             .iter()
             .map(|p| PlacementInfo {
                 id: p.id.clone(),
-                scores: p.scores.iter().map(|&s| s as f64 / 1000.0).collect(),
+                scores: p.scores_in_units(),
             })
             .collect(),
     }

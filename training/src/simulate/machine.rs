@@ -73,7 +73,7 @@ impl SimMachine {
                 let nodes = in_use(numa);
                 SimPlacement {
                     id: p.id.clone(),
-                    scores: p.scores.iter().map(|&s| s as f64 / 1000.0).collect(),
+                    scores: p.scores_in_units(),
                     nodes,
                     packages: package.map_or(1.0, in_use),
                     l3: l3.map_or(nodes, in_use),

@@ -704,16 +704,18 @@ class GetStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class ModelInfo(_message.Message):
-    __slots__ = ("id", "vcpus", "provenance", "path")
+    __slots__ = ("id", "vcpus", "provenance", "path", "trained_vcpus")
     ID_FIELD_NUMBER: _ClassVar[int]
     VCPUS_FIELD_NUMBER: _ClassVar[int]
     PROVENANCE_FIELD_NUMBER: _ClassVar[int]
     PATH_FIELD_NUMBER: _ClassVar[int]
+    TRAINED_VCPUS_FIELD_NUMBER: _ClassVar[int]
     id: str
     vcpus: int
     provenance: Provenance
     path: str
-    def __init__(self, id: _Optional[str] = ..., vcpus: _Optional[int] = ..., provenance: _Optional[_Union[Provenance, str]] = ..., path: _Optional[str] = ...) -> None: ...
+    trained_vcpus: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, id: _Optional[str] = ..., vcpus: _Optional[int] = ..., provenance: _Optional[_Union[Provenance, str]] = ..., path: _Optional[str] = ..., trained_vcpus: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class StateCount(_message.Message):
     __slots__ = ("state", "count")
