@@ -110,7 +110,7 @@ pub enum ModelFileError {
 }
 
 #[derive(Deserialize)]
-struct Head {
+pub(crate) struct Head {
     format: String,
     version: u32,
 }
@@ -127,13 +127,8 @@ struct Envelope<'a> {
 impl Model {
     /// Reads and checks a model file.
     pub fn load(path: &Path) -> Result<Self, ModelFileError> {
-        let text =
-            crate::regular_file::read_to_string(path).map_err(|source| ModelFileError::Io {
-                action: "read",
-                path: path.to_owned(),
-                source,
-            })?;
-        Self::from_file_text(&text, path)
+        let text = read_text(path)?;
+        Self::from_file_text(&text, path, &read_head(&text, path)?)
     }
 
     /// Reads a model file and refuses it unless it is for `machine`.
@@ -157,8 +152,8 @@ impl Model {
         Ok(model)
     }
 
-    fn from_file_text(text: &str, path: &Path) -> Result<Self, ModelFileError> {
-        let bytes = open_envelope(text, path, MODEL_FORMAT, MODEL_VERSION)?;
+    fn from_file_text(text: &str, path: &Path, head: &Head) -> Result<Self, ModelFileError> {
+        let bytes = open_envelope(text, path, head, MODEL_FORMAT, MODEL_VERSION)?;
         let body: ModelBody = serde_json::from_str(bytes).map_err(parse_error(path))?;
         Self::from_body(body, id_of(bytes.as_bytes())).map_err(|reason| {
             ModelFileError::Inconsistent {
@@ -187,29 +182,33 @@ pub enum ModelFile {
 impl ModelFile {
     /// Reads a model file of either kind, telling them apart by their `format`.
     pub fn load(path: &Path) -> Result<Self, ModelFileError> {
-        let text =
-            crate::regular_file::read_to_string(path).map_err(|source| ModelFileError::Io {
-                action: "read",
-                path: path.to_owned(),
-                source,
-            })?;
-        if format_of(&text, path)? == crate::sizes_model::SIZES_MODEL_FORMAT {
-            crate::sizes_model::SizesModel::from_file_text(&text, path)
+        let text = read_text(path)?;
+        let head = read_head(&text, path)?;
+        if head.format == crate::sizes_model::SIZES_MODEL_FORMAT {
+            crate::sizes_model::SizesModel::from_file_text(&text, path, &head)
                 .map(|m| Self::AcrossSizes(Box::new(m)))
         } else {
-            Model::from_file_text(&text, path).map(|m| Self::PerSize(Box::new(m)))
+            Model::from_file_text(&text, path, &head).map(|m| Self::PerSize(Box::new(m)))
         }
     }
 }
 
-/// The `format` a model file names, read before anything else so that each kind of model
-/// file is read by its own reader.
-fn format_of(text: &str, path: &Path) -> Result<String, ModelFileError> {
-    let head: Head = serde_json::from_str(text).map_err(parse_error(path))?;
-    Ok(head.format)
+/// A model file's text.
+pub(crate) fn read_text(path: &Path) -> Result<String, ModelFileError> {
+    crate::regular_file::read_to_string(path).map_err(|source| ModelFileError::Io {
+        action: "read",
+        path: path.to_owned(),
+        source,
+    })
 }
 
-fn parse_error(path: &Path) -> impl Fn(serde_json::Error) -> ModelFileError + '_ {
+/// A model file's format and version, read before anything else: a future layout is
+/// refused as such, not as corrupt, and each kind of model file goes to its own reader.
+pub(crate) fn read_head(text: &str, path: &Path) -> Result<Head, ModelFileError> {
+    serde_json::from_str(text).map_err(parse_error(path))
+}
+
+pub(crate) fn parse_error(path: &Path) -> impl Fn(serde_json::Error) -> ModelFileError + '_ {
     move |source| {
         let source = crate::json_error::JsonError::from(source);
         if source.is_eof() {
@@ -229,11 +228,10 @@ fn parse_error(path: &Path) -> impl Fn(serde_json::Error) -> ModelFileError + '_
 pub(crate) fn open_envelope<'a>(
     text: &'a str,
     path: &Path,
+    head: &Head,
     format: &'static str,
     version: u32,
 ) -> Result<&'a str, ModelFileError> {
-    // Format and version first, so a future layout is refused as such, not as corrupt.
-    let head: Head = serde_json::from_str(text).map_err(parse_error(path))?;
     if head.format != format {
         return Err(ModelFileError::NotAModel {
             path: path.to_owned(),

@@ -19,7 +19,9 @@ use crate::forest::Forest;
 use crate::gate::GateFailure;
 use crate::interval::{Interval, conformal_quantile};
 use crate::model::{MachineClass, PlacementPrediction, PredictError, Prediction, id_of};
-use crate::model_file::{ModelFileError, open_envelope, write_envelope};
+use crate::model_file::{
+    Head, ModelFileError, open_envelope, parse_error, read_head, read_text, write_envelope,
+};
 use crate::predictor::Predictor;
 use crate::sizes::{
     ACROSS_LEVEL, AcrossSizes, Describer, HeldOutSize, Prepared, SizesError, nearest, row_features,
@@ -206,22 +208,17 @@ impl SizesModel {
 
     /// Reads and checks a model-across-sizes file.
     pub fn load(path: &Path) -> Result<Self, ModelFileError> {
-        let text =
-            crate::regular_file::read_to_string(path).map_err(|source| ModelFileError::Io {
-                action: "read",
-                path: path.to_owned(),
-                source,
-            })?;
-        Self::from_file_text(&text, path)
+        let text = read_text(path)?;
+        Self::from_file_text(&text, path, &read_head(&text, path)?)
     }
 
-    pub(crate) fn from_file_text(text: &str, path: &Path) -> Result<Self, ModelFileError> {
-        let bytes = open_envelope(text, path, SIZES_MODEL_FORMAT, SIZES_MODEL_VERSION)?;
-        let body: SizesBody =
-            serde_json::from_str(bytes).map_err(|source| ModelFileError::Corrupt {
-                path: path.to_owned(),
-                source: source.into(),
-            })?;
+    pub(crate) fn from_file_text(
+        text: &str,
+        path: &Path,
+        head: &Head,
+    ) -> Result<Self, ModelFileError> {
+        let bytes = open_envelope(text, path, head, SIZES_MODEL_FORMAT, SIZES_MODEL_VERSION)?;
+        let body: SizesBody = serde_json::from_str(bytes).map_err(parse_error(path))?;
         let inconsistent = |reason: String| ModelFileError::Inconsistent {
             path: path.to_owned(),
             reason,
