@@ -25,6 +25,20 @@ pub enum Provenance {
     Simulated,
 }
 
+impl Provenance {
+    /// The least real of several, which a model or report trained on all of them carries:
+    /// one simulated file makes the whole simulated. `Simulated` when there are none.
+    pub fn least_real(all: impl IntoIterator<Item = Self>) -> Self {
+        all.into_iter()
+            .max_by_key(|p| match p {
+                Self::Real => 0,
+                Self::VirtualMachine => 1,
+                Self::Simulated => 2,
+            })
+            .unwrap_or(Self::Simulated)
+    }
+}
+
 impl fmt::Display for Provenance {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {

@@ -58,6 +58,7 @@ pub mod model_file;
 pub mod predictor;
 mod probe;
 pub mod regular_file;
+pub mod size_search;
 pub mod sizes;
 pub mod sizes_model;
 mod table;

@@ -227,6 +227,29 @@ pub fn leave_one_size_out(
     Ok(Prepared::new(data, options)?.held_out(options)?.0)
 }
 
+/// Refuses files that are not one machine class's data of different sizes.
+pub fn belong_together(data: &[Dataset]) -> Result<(), SizesError> {
+    let mut vs: Vec<u32> = data.iter().map(|d| d.header().v).collect();
+    vs.sort_unstable();
+    if let Some(pair) = vs.windows(2).find(|p| p[0] == p[1]) {
+        return Err(SizesError::DuplicateSize { v: pair[0] });
+    }
+    let Some(first) = data.first().map(Dataset::header) else {
+        return Ok(());
+    };
+    for d in data {
+        let h = d.header();
+        if h.fingerprint != first.fingerprint || h.concerns != first.concerns {
+            return Err(SizesError::OtherMachine {
+                v: h.v,
+                expected: first.fingerprint.clone(),
+                found: h.fingerprint.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// The sizes read, checked and cross-validated one by one: what both measuring the model
 /// across sizes and fitting it start from.
 pub(crate) struct Prepared {
@@ -242,26 +265,9 @@ impl Prepared {
         if data.len() < 2 {
             return Err(SizesError::TooFewSizes { found: data.len() });
         }
-        let first = data[0].header();
+        belong_together(data)?;
         let mut order: Vec<usize> = (0..data.len()).collect();
         order.sort_by_key(|&i| data[i].header().v);
-        for pair in order.windows(2) {
-            if data[pair[0]].header().v == data[pair[1]].header().v {
-                return Err(SizesError::DuplicateSize {
-                    v: data[pair[0]].header().v,
-                });
-            }
-        }
-        for d in data {
-            let h = d.header();
-            if h.fingerprint != first.fingerprint || h.concerns != first.concerns {
-                return Err(SizesError::OtherMachine {
-                    v: h.v,
-                    expected: first.fingerprint.clone(),
-                    found: h.fingerprint.clone(),
-                });
-            }
-        }
         let data: Vec<&Dataset> = order.iter().map(|&i| &data[i]).collect();
         let describer = Describer::of(&data);
         let sizes = data
@@ -277,19 +283,11 @@ impl Prepared {
                 })
             })
             .collect::<Result<Vec<_>, SizesError>>()?;
-        let provenance = data
-            .iter()
-            .map(|d| d.provenance())
-            .max_by_key(|p| match p {
-                Provenance::Real => 0,
-                Provenance::VirtualMachine => 1,
-                Provenance::Simulated => 2,
-            })
-            .unwrap_or(Provenance::Simulated);
+        let provenance = Provenance::least_real(data.iter().map(|d| d.provenance()));
         Ok(Self {
             provenance,
-            fingerprint: first.fingerprint.clone(),
-            concerns: first.concerns.clone(),
+            fingerprint: data[0].header().fingerprint.clone(),
+            concerns: data[0].header().concerns.clone(),
             describer,
             sizes,
         })
@@ -317,56 +315,11 @@ impl Prepared {
         &self,
         options: &TrainOptions,
     ) -> Result<(AcrossSizes, Vec<f64>), SizesError> {
-        let params = options.cv_forest();
         let mut out = Vec::with_capacity(self.sizes.len());
         let mut all_errors = Vec::new();
-        for (k, held) in self.sizes.iter().enumerate() {
-            let others: Vec<&Size> = self
-                .sizes
-                .iter()
-                .enumerate()
-                .filter(|&(j, _)| j != k)
-                .map(|(_, s)| s)
-                .collect();
-            let probe = nearest(
-                &held.described,
-                held.evaluation.baseline,
-                &mean_probe(&others),
-            )
-            .unwrap_or(held.evaluation.probe);
-            let e = &held.evaluation;
-            let mut families: Vec<&str> = e.rows.iter().map(|r| r.family.as_str()).collect();
-            families.sort_unstable();
-            families.dedup();
-            let mut errors = Vec::new();
-            for family in families {
-                let (x, y) = training_rows(&others, Some(family))?;
-                let forest = params.fit(&DatasetBase::new(x, y))?;
-                for r in (0..e.rows.len()).filter(|&r| e.rows[r].family == family) {
-                    for target in held.targets(probe) {
-                        let x = Array1::from(held.features(r, probe, target));
-                        let predicted = forest.predict_with_spread(x.view())?.mean[0];
-                        let actual = e.actual[[r, target]];
-                        errors.push((predicted - actual).abs() / actual);
-                    }
-                }
-            }
-            let placements = e.placements.len();
-            out.push(HeldOutSize {
-                v: held.v,
-                placements,
-                runs: e.rows.len(),
-                measurements: e.rows.len() * placements,
-                probe: e.placements[probe].clone(),
-                per_size: e.forest.accuracy.overall(),
-                across: ErrorSummary::of(errors.iter().map(|e| e * 100.0)).unwrap_or(
-                    ErrorSummary {
-                        mean: 0.0,
-                        worst: 0.0,
-                        cells: 0,
-                    },
-                ),
-            });
+        for k in 0..self.sizes.len() {
+            let (held, errors) = self.hold_out(k, options)?;
+            out.push(held);
             all_errors.extend(errors);
         }
         let report = AcrossSizes {
@@ -375,6 +328,62 @@ impl Prepared {
             sizes: out,
         };
         Ok((report, all_errors))
+    }
+
+    /// The `k`th size (smallest first) predicted by a forest trained on the others, and
+    /// each of its predicted cells' relative error (a fraction).
+    pub(crate) fn hold_out(
+        &self,
+        k: usize,
+        options: &TrainOptions,
+    ) -> Result<(HeldOutSize, Vec<f64>), SizesError> {
+        let params = options.cv_forest();
+        let held = &self.sizes[k];
+        let others: Vec<&Size> = self
+            .sizes
+            .iter()
+            .enumerate()
+            .filter(|&(j, _)| j != k)
+            .map(|(_, s)| s)
+            .collect();
+        let probe = nearest(
+            &held.described,
+            held.evaluation.baseline,
+            &mean_probe(&others),
+        )
+        .unwrap_or(held.evaluation.probe);
+        let e = &held.evaluation;
+        let mut families: Vec<&str> = e.rows.iter().map(|r| r.family.as_str()).collect();
+        families.sort_unstable();
+        families.dedup();
+        let mut errors = Vec::new();
+        for family in families {
+            let (x, y) = training_rows(&others, Some(family))?;
+            let forest = params.fit(&DatasetBase::new(x, y))?;
+            for r in (0..e.rows.len()).filter(|&r| e.rows[r].family == family) {
+                for target in held.targets(probe) {
+                    let x = Array1::from(held.features(r, probe, target));
+                    let predicted = forest.predict_with_spread(x.view())?.mean[0];
+                    let actual = e.actual[[r, target]];
+                    errors.push((predicted - actual).abs() / actual);
+                }
+            }
+        }
+        let placements = e.placements.len();
+        let report = HeldOutSize {
+            v: held.v,
+            placements,
+            runs: e.rows.len(),
+            measurements: e.rows.len() * placements,
+            probe: e.placements[probe].clone(),
+            per_size: e.forest.accuracy.overall(),
+            across: ErrorSummary::of(errors.iter().map(|e| e * 100.0)).unwrap_or(ErrorSummary {
+                mean: 0.0,
+                worst: 0.0,
+                cells: 0,
+            }),
+        };
+        Ok((report, errors))
     }
 
     /// The forest over every size's rows.

@@ -598,3 +598,87 @@ fn sizes_holds_each_size_out_and_writes_the_model_across_sizes() {
     );
     assert!(!dir.path().join("one.json").exists());
 }
+
+/// `sizes --fewest` replays the search `train --vcpus a,b,...` makes: the ends first, then
+/// the middle, and what a size left to the model across sizes saves; a target nothing meets
+/// collects every size.
+#[test]
+fn sizes_fewest_replays_which_sizes_train_would_collect() {
+    let dir = tempfile::tempdir().unwrap();
+    for v in ["2", "4", "6", "8"] {
+        let sim = placed_train(
+            &[
+                "simulate",
+                "--synthetic",
+                TOPOLOGY,
+                "--vcpus",
+                v,
+                "--families",
+                "6",
+                "--workloads-per-family",
+                "3",
+                "--out",
+                &format!("data-{v}.jsonl"),
+            ],
+            dir.path(),
+        );
+        assert!(sim.status.success());
+    }
+    let replay = |max_error: &str| {
+        let mut args = vec!["sizes", "--fewest", "--max-error", max_error];
+        // Given in any order.
+        for file in [
+            "data-8.jsonl",
+            "data-2.jsonl",
+            "data-6.jsonl",
+            "data-4.jsonl",
+        ] {
+            args.extend(["--data", file]);
+        }
+        args.extend(FAST);
+        placed_train(&args, dir.path())
+    };
+
+    let generous = replay("1000");
+    assert!(generous.status.success(), "{generous:?}");
+    let text = stdout(&generous);
+    assert!(text.contains("SIMULATED"), "{text}");
+    // 2..8: the middle as a ratio is 4.
+    assert!(
+        text.contains("collected, in order: v = 2, 8, 4\n"),
+        "{text}"
+    );
+    assert!(text.contains("with v = 2, 4, 8: held out"), "{text}");
+    assert!(text.contains("within the target"), "{text}");
+    assert!(
+        text.contains("left to the model across sizes: v = 6\n"),
+        "{text}"
+    );
+    assert!(text.contains(" saved ("), "{text}");
+
+    let strict = replay("0.0001");
+    assert!(strict.status.success(), "{strict:?}");
+    let text = stdout(&strict);
+    assert!(
+        text.contains("collected, in order: v = 2, 8, 4, 6\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("not within the target, collecting more"),
+        "{text}"
+    );
+    assert!(
+        text.contains("every size collected: the model across sizes never met the target"),
+        "{text}"
+    );
+
+    // The same size twice is bad input, before anything is fitted.
+    let mut args = vec!["sizes", "--fewest"];
+    args.extend(["--data", "data-2.jsonl", "--data", "data-2.jsonl"]);
+    let twice = placed_train(&args, dir.path());
+    assert_eq!(twice.status.code(), Some(2), "{twice:?}");
+    assert!(
+        String::from_utf8_lossy(&twice.stderr).contains("two data files are for v = 2"),
+        "{twice:?}"
+    );
+}

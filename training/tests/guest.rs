@@ -22,8 +22,16 @@ mod guest_support;
 const TINY: &str =
     "--warmup 0.3 --window 0.25 --windows 6 --max-foreign 1 --retries 3 --max-interval 100000";
 
+/// The guest most tests use: 2 nodes of 2 PUs.
+const TWO_NODES: [&str; 6] = ["--nodes", "2", "--cpus-per-node", "2", "--smt", "1"];
+
 /// Runs `script` in a 2-node guest, in `dir` (shared read-write at the same path).
 fn in_guest(dir: &Path, script: &str) -> Option<(bool, String, String)> {
+    in_guest_of(&TWO_NODES, dir, script)
+}
+
+/// Runs `script` in a guest of the `topology` given (numa-vm options), in `dir`.
+fn in_guest_of(topology: &[&str], dir: &Path, script: &str) -> Option<(bool, String, String)> {
     if let Some(why) = guest_support::unavailable() {
         eprintln!("skipped, because {why}");
         return None;
@@ -31,7 +39,7 @@ fn in_guest(dir: &Path, script: &str) -> Option<(bool, String, String)> {
     let vm = guest_support::numa_vm()?;
     let started = std::time::Instant::now();
     let out = guest_support::Guest::new(&vm, dir)
-        .options(["--nodes", "2", "--cpus-per-node", "2", "--smt", "1"])
+        .options(topology.iter().copied())
         .options(["--mem", "2G", "--timeout", "600"])
         .run(["bash", "-c", script]);
     println!(
@@ -104,6 +112,81 @@ fn the_whole_loop_trains_and_installs_a_model_in_a_two_node_guest() {
         .map(|p| p.id.as_str())
         .collect();
     assert_eq!(ids, want);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Several sizes in a 4-node guest (2 sockets, 2 PUs per node, SMT 2), whose important
+/// placements are 1 for v = 1 and 8, 3 for v = 2 and 4, and none for v = 3 (it does not
+/// divide over the nodes): the sizes with nothing to predict are said and passed over, and
+/// the two left are collected into their own data files and get their own models. Which
+/// sizes a search leaves to the model across sizes is tested on simulated collections
+/// (`pipeline::sizes`); two sizes are both ends, so this run collects both.
+#[test]
+fn several_sizes_collect_each_size_the_host_can_place_and_train_it() {
+    let dir = workdir("sizes");
+    let exe = private_exe(&dir);
+    let script = format!(
+        "set -e; {exe} train --vcpus 1,2,3,4,8 --workloads {w} --runs 1 {TINY} --model-dir models \
+         --trees 20 --accept-inaccurate && echo GUEST SIZES OK; ls /sys/fs/cgroup | grep placed-train- || echo NO CGROUP LEFT",
+        w = support::workloads(3)
+    );
+    let topology = [
+        "--nodes",
+        "4",
+        "--sockets",
+        "2",
+        "--cpus-per-node",
+        "2",
+        "--smt",
+        "2",
+    ];
+    let Some((ok, stdout, _)) = in_guest_of(&topology, &dir, &script) else {
+        return;
+    };
+    assert!(ok, "the guest run failed");
+    assert!(stdout.contains("GUEST SIZES OK"));
+    assert!(stdout.contains("NO CGROUP LEFT"));
+    for skipped in [
+        "v = 1: this host has 1 important placement",
+        "v = 3: ",
+        "v = 8: this host has 1",
+    ] {
+        assert!(stdout.contains(skipped), "{skipped}: {stdout}");
+    }
+    assert!(
+        stdout.contains("collected, in order: v = 2, 4\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("the ends and the size between them are every size asked for"),
+        "{stdout}"
+    );
+    for v in [2, 4] {
+        let data =
+            placed_models::Dataset::load(&dir.join(format!("models/data-v{v}.jsonl"))).unwrap();
+        assert_eq!(data.provenance(), Provenance::VirtualMachine);
+        assert_eq!(data.header().placements.len(), 3);
+        let fingerprint = &data.header().fingerprint;
+        let model = Model::load_for(
+            &dir.join(format!("models/{fingerprint}-v{v}.json")),
+            &placed_models::MachineClass {
+                fingerprint: fingerprint.clone(),
+                v,
+            },
+        )
+        .unwrap();
+        assert_eq!(model.machine().v, v);
+        assert!(
+            stdout.contains(&format!("installed model {} for v = {v}", model.id())),
+            "{stdout}"
+        );
+    }
+    for v in [1, 3, 8] {
+        assert!(
+            !dir.join(format!("models/data-v{v}.jsonl")).exists(),
+            "v = {v} not collected"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -31,6 +31,9 @@ enum Cli {
     /// Run workloads in every important placement of this host and append the measurements
     /// to a data file (resumes an interrupted collection). Needs root and cpusets.
     Collect {
+        /// vCPUs per container: the workloads' thread count.
+        #[arg(long)]
+        vcpus: usize,
         #[command(flatten)]
         collect: CollectFlags,
     },
@@ -51,6 +54,13 @@ enum Cli {
     /// The whole loop: collect (resuming), fit, evaluate, and install the model where the
     /// daemon finds it.
     Train {
+        /// vCPUs per container: the workloads' thread count. Several sizes, comma-separated,
+        /// collect the fewest of them for which one model across sizes predicts the rest
+        /// within --max-error, each size's data in data-v<N>.jsonl in --model-dir; each size
+        /// collected gets a model of its own, the rest the model across sizes
+        /// (docs/training.md, "Several sizes").
+        #[arg(long, value_delimiter = ',', required = true)]
+        vcpus: Vec<usize>,
         #[command(flatten)]
         collect: CollectFlags,
         /// The daemon's model directory (its `model_dir`).
@@ -110,6 +120,11 @@ enum Cli {
         /// daemon's model directory it predicts for every size without a model of its own.
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
+        /// Replay, over these files, the search `train --vcpus a,b,...` makes: which sizes it
+        /// would collect for the model across sizes to predict the rest within --max-error,
+        /// and the collection that saves (docs/training.md, "Several sizes").
+        #[arg(long, conflicts_with = "out")]
+        fewest: bool,
         #[command(flatten)]
         train: TrainFlags,
     },
@@ -224,9 +239,6 @@ impl TopologyFlags {
 
 #[derive(Args, Debug)]
 struct CollectFlags {
-    /// vCPUs per container: the workloads' thread count.
-    #[arg(long)]
-    vcpus: usize,
     /// Workload names, comma-separated (built-in ones, or those of --workload-file);
     /// `builtin` for every built-in one, `all` for those and every installed external one.
     #[arg(long, value_delimiter = ',', required = true)]
@@ -304,14 +316,18 @@ impl CollectFlags {
         Ok(p)
     }
 
-    fn options(&self, default_out: Option<PathBuf>) -> anyhow::Result<collect::Options> {
+    fn options(
+        &self,
+        vcpus: usize,
+        default_out: Option<PathBuf>,
+    ) -> anyhow::Result<collect::Options> {
         let out = self
             .out
             .clone()
             .or(default_out)
             .context("--out is required")?;
         Ok(collect::Options {
-            vcpus: self.vcpus,
+            vcpus,
             runs: self.runs,
             protocol: self.protocol()?,
             retries: self.retries,
@@ -414,10 +430,12 @@ fn main() -> ExitCode {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                // Warnings, and the probe search's progress: it is most of what
-                // evaluate, fit and train spend their time on.
+                // Warnings, the probe search's progress (most of what evaluate, fit
+                // and train spend their time on) and the size search's checks.
                 .unwrap_or_else(|_| {
-                    tracing_subscriber::EnvFilter::new("warn,placed_models::probe=info")
+                    tracing_subscriber::EnvFilter::new(
+                        "warn,placed_models::probe=info,placed_models::size_search=info",
+                    )
                 }),
         )
         .init();
@@ -483,8 +501,8 @@ fn print_refused(e: &pipeline::PipelineError) {
 }
 
 /// `placed-train collect`: measure, print the summary, fail while measurements are missing.
-fn run_collect(collect: &CollectFlags) -> anyhow::Result<()> {
-    let options = collect.options(None)?;
+fn run_collect(vcpus: usize, collect: &CollectFlags) -> anyhow::Result<()> {
+    let options = collect.options(vcpus, None)?;
     let jobs = collect.jobs()?;
     let summary = collect::collect(&jobs, &options)?;
     print_collection(&summary, &options.out);
@@ -498,6 +516,181 @@ fn run_collect(collect: &CollectFlags) -> anyhow::Result<()> {
         summary.complete(),
         "{} measurement(s) skipped; run the same command again to retry them",
         summary.skipped.len()
+    );
+    Ok(())
+}
+
+/// `placed-train train` for one size.
+fn run_train(
+    vcpus: usize,
+    collect: &CollectFlags,
+    model_dir: &Path,
+    train: &TrainFlags,
+) -> anyhow::Result<()> {
+    let default = model_dir.join(format!("data-v{vcpus}.jsonl"));
+    let options = collect.options(vcpus, Some(default))?;
+    let jobs = collect.jobs()?;
+    let acceptance = train.acceptance()?;
+    let trained = pipeline::train(&jobs, &options, &train.options()?, &acceptance, model_dir)
+        .inspect_err(print_refused)?;
+    print_collection(&trained.collection, &options.out);
+    print!("{}", trained.left_out);
+    print!("{}", report::evaluation_tables(&trained.evaluation));
+    print!("{}", report::model_summary(&trained.model));
+    println!(
+        "installed model {} in {}",
+        trained.model.id(),
+        trained.installed.display()
+    );
+    Ok(())
+}
+
+/// `placed-train train` for several sizes: the fewest collected, a model for each of those,
+/// the model across sizes for the rest (docs/training.md, "Several sizes").
+fn run_train_sizes(
+    vcpus: &[usize],
+    collect: &CollectFlags,
+    model_dir: &Path,
+    train: &TrainFlags,
+) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        collect.out.is_none(),
+        "--out names one data file, and several --vcpus need one each: they go to data-v<N>.jsonl in --model-dir"
+    );
+    let jobs = collect.jobs()?;
+    let acceptance = train.acceptance()?;
+    let options = train.options()?;
+    // Sizes the host gives fewer than three important placements leave nothing to predict
+    // once the baseline and the probe are measured: neither model has a use there.
+    let machine = Machine::load(&TopologySource::Host, collect.machine_file.as_deref())?;
+    let mut wanted = Vec::new();
+    let mut placements = std::collections::BTreeMap::new();
+    for &v in vcpus {
+        let v32 = u32::try_from(v).context("--vcpus is too large")?;
+        // A size the host cannot place is said and passed over, not the end of the others.
+        let set = match important_placements(&machine, v) {
+            Ok(set) => set,
+            Err(e) => {
+                println!(
+                    "v = {v}: {}: not collected",
+                    placed_core::text::error_line(&e)
+                );
+                continue;
+            }
+        };
+        if set.placements.len() < 3 {
+            println!(
+                "v = {v}: this host has {} important placement(s) for it, all measured whenever a container is: nothing to predict, not collected",
+                set.placements.len()
+            );
+            continue;
+        }
+        placements.insert(v32, set.placements.len());
+        wanted.push(v32);
+    }
+    anyhow::ensure!(
+        !wanted.is_empty(),
+        "no size given has three or more important placements on this host: there is nothing to train"
+    );
+    let per_size_measurements = jobs.len() * collect.runs as usize;
+    // Every size's options checked before the first hour of collecting.
+    let mut options_of = std::collections::BTreeMap::new();
+    for &v in &wanted {
+        let out = model_dir.join(format!("data-v{v}.jsonl"));
+        options_of.insert(v, collect.options(v as usize, Some(out))?);
+    }
+    let trained = pipeline::sizes::train_sizes(&wanted, &options, &acceptance, model_dir, |v| {
+        println!("collecting v = {v}");
+        let opts = &options_of[&v];
+        let (summary, data) = pipeline::collect_size(&jobs, opts, model_dir)?;
+        print_collection(&summary, &opts.out);
+        Ok(data)
+    })?;
+    print!(
+        "{}",
+        report::size_choice(&trained.choice, &|v| placements
+            .get(&v)
+            .map(|p| p * per_size_measurements))
+    );
+    let mut refused = Vec::new();
+    for size in trained.per_size {
+        print!("{}", size.left_out);
+        match size.result {
+            Ok((model, _, installed)) => {
+                print!("{}", report::model_summary(&model));
+                println!(
+                    "installed model {} for v = {} in {}",
+                    model.id(),
+                    size.v,
+                    installed.display()
+                );
+            }
+            Err(e) => {
+                print_refused(&e);
+                refused.push((size.v, e));
+            }
+        }
+    }
+    if let Some(across) = &trained.across {
+        print!("{}", report::sizes_table(&across.report));
+        println!(
+            "installed model across sizes {} in {}: it predicts v = {} (and any other size of this machine class without a model of its own)",
+            across.model.id(),
+            across.installed.display(),
+            trained
+                .choice
+                .left
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    // Each refusal said once: all but the first here, the first as the command's error.
+    let mut refused = refused.into_iter();
+    let Some((v, first)) = refused.next() else {
+        return Ok(());
+    };
+    for (v, e) in refused {
+        eprintln!(
+            "placed-train: v = {v}: {}",
+            placed_core::text::error_line(&e)
+        );
+    }
+    Err(anyhow::Error::new(first).context(format!("v = {v}")))
+}
+
+/// `placed-train sizes --fewest`: the size search over data already collected, each file
+/// read when the search would have collected it.
+fn replay_fewest(
+    datasets: Vec<Dataset>,
+    target: f64,
+    options: &TrainOptions,
+) -> anyhow::Result<()> {
+    placed_models::sizes::belong_together(&datasets)?;
+    let measurements: std::collections::BTreeMap<u32, usize> = datasets
+        .iter()
+        .map(|d| {
+            let mut runs: Vec<(&str, u32)> = d
+                .records()
+                .iter()
+                .map(|r| (r.workload.as_str(), r.run))
+                .collect();
+            runs.sort_unstable();
+            runs.dedup();
+            (d.header().v, runs.len() * d.header().placements.len())
+        })
+        .collect();
+    let wanted: Vec<u32> = measurements.keys().copied().collect();
+    let mut by_v: std::collections::BTreeMap<u32, Dataset> =
+        datasets.into_iter().map(|d| (d.header().v, d)).collect();
+    let choice = placed_models::size_search::fewest_sizes(&wanted, target, options, |v| {
+        by_v.remove(&v)
+            .ok_or_else(|| std::io::Error::other(format!("no data file for v = {v}")))
+    })?;
+    print!(
+        "{}",
+        report::size_choice(&choice, &|v| measurements.get(&v).copied())
     );
     Ok(())
 }
@@ -539,34 +732,21 @@ fn run_calibrate(out: PathBuf, seconds: f64, force: bool) -> anyhow::Result<()> 
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli {
-        Cli::Collect { collect } => run_collect(&collect)?,
+        Cli::Collect { vcpus, collect } => run_collect(vcpus, &collect)?,
         Cli::Calibrate {
             out,
             seconds,
             force,
         } => run_calibrate(out, seconds, force)?,
         Cli::Train {
+            vcpus,
             collect,
             model_dir,
             train,
-        } => {
-            let default = model_dir.join(format!("data-v{}.jsonl", collect.vcpus));
-            let options = collect.options(Some(default))?;
-            let jobs = collect.jobs()?;
-            let acceptance = train.acceptance()?;
-            let trained =
-                pipeline::train(&jobs, &options, &train.options()?, &acceptance, &model_dir)
-                    .inspect_err(print_refused)?;
-            print_collection(&trained.collection, &options.out);
-            print!("{}", trained.left_out);
-            print!("{}", report::evaluation_tables(&trained.evaluation));
-            print!("{}", report::model_summary(&trained.model));
-            println!(
-                "installed model {} in {}",
-                trained.model.id(),
-                trained.installed.display()
-            );
-        }
+        } => match vcpus.as_slice() {
+            [v] => run_train(*v, &collect, &model_dir, &train)?,
+            _ => run_train_sizes(&vcpus, &collect, &model_dir, &train)?,
+        },
         Cli::Fit { data, out, train } => {
             let dataset = Dataset::load(&data)?;
             print!("{}", report::left_out(&dataset));
@@ -608,7 +788,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 println!("\nwrote {} plots into {}", written.len(), dir.display());
             }
         }
-        Cli::Sizes { data, out, train } => {
+        Cli::Sizes {
+            data,
+            out,
+            fewest,
+            train,
+        } => {
             let datasets = data
                 .iter()
                 .map(|path| Dataset::load(path))
@@ -617,6 +802,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 print!("{}", report::left_out(d));
             }
             let options = train.options()?;
+            if fewest {
+                let target = train.acceptance()?.gate.max_mean_error;
+                return replay_fewest(datasets, target, &options);
+            }
             match out {
                 None => {
                     let across = placed_models::sizes::leave_one_size_out(&datasets, &options)

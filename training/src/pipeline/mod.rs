@@ -11,6 +11,8 @@ use placed_models::{
 
 use crate::collect::{self, CollectError, Job, Summary};
 
+pub mod sizes;
+
 #[derive(Debug, thiserror::Error)]
 pub enum PipelineError {
     #[error(transparent)]
@@ -50,6 +52,12 @@ pub enum PipelineError {
     },
     #[error(transparent)]
     ModelFile(#[from] ModelFileError),
+    /// Choosing which sizes to collect stopped short (a collection failed, most often).
+    #[error(transparent)]
+    Search(Box<placed_models::size_search::SearchError<PipelineError>>),
+    /// Fitting the model across sizes.
+    #[error(transparent)]
+    AcrossSizes(#[from] placed_models::sizes::SizesError),
     /// The model failed the accuracy gate and no override was given: nothing is installed.
     #[error("model not installed: {failure}")]
     BelowGate {
@@ -112,6 +120,24 @@ pub fn train(
     acceptance: &Acceptance,
     model_dir: &Path,
 ) -> Result<Trained, PipelineError> {
+    let (collection, data) = collect_size(jobs, options, model_dir)?;
+    let (model, evaluation, installed) = fit_and_install(&data, train, acceptance, model_dir)?;
+    Ok(Trained {
+        left_out: crate::report::left_out(&data),
+        collection,
+        model,
+        evaluation,
+        installed,
+    })
+}
+
+/// Collects one size into `options.out` (resuming) and reads the data back, refusing data
+/// no model can be fitted on.
+pub fn collect_size(
+    jobs: &[Box<dyn Job>],
+    options: &collect::Options,
+    model_dir: &Path,
+) -> Result<(Summary, Dataset), PipelineError> {
     // The data file defaults to living beside the models.
     std::fs::create_dir_all(model_dir).map_err(|source| PipelineError::ModelDir {
         path: model_dir.to_owned(),
@@ -133,7 +159,18 @@ pub fn train(
     }
     let data = Dataset::load(&options.out)?;
     usable_enough(&data, &options.out)?;
-    let (model, evaluation) = fit(&data, train)?;
+    Ok((collection, data))
+}
+
+/// Fits and evaluates a model on `data`, judges it by the gate, and installs it into
+/// `model_dir`.
+pub fn fit_and_install(
+    data: &Dataset,
+    train: &TrainOptions,
+    acceptance: &Acceptance,
+    model_dir: &Path,
+) -> Result<(Model, Evaluation, PathBuf), PipelineError> {
+    let (model, evaluation) = fit(data, train)?;
     let model = acceptance.judge(model).map_err(|e| match e {
         PipelineError::BelowGate { failure, refused } => PipelineError::BelowGate {
             failure,
@@ -142,13 +179,7 @@ pub fn train(
         other => other,
     })?;
     let installed = install(&model, model_dir)?;
-    Ok(Trained {
-        left_out: crate::report::left_out(&data),
-        collection,
-        model,
-        evaluation,
-        installed,
-    })
+    Ok((model, evaluation, installed))
 }
 
 /// Refuses data whose usable runs cannot make a model: leaving one family out needs two,
