@@ -333,7 +333,7 @@ pub fn size_choice(c: &SizeChoice, measurements: &dyn Fn(u32) -> Option<usize>) 
     }
     let _ = writeln!(
         out,
-        "fewest sizes: the ends first, then the middle of the widest gap, until every collected size but the ends, held out, is predicted by the model across the others within {:.1}% mean error",
+        "fewest sizes: the ends first, then the middle of the widest gap, until every collected size but the ends (two at least, or one of four), held out, is predicted by the model across the others within {:.1}% mean error",
         c.target
     );
     let _ = writeln!(out, "collected, in order: v = {}", list(&c.order));
