@@ -145,6 +145,21 @@ mod tests {
     }
 
     #[test]
+    fn an_interruption_while_collecting_one_of_several_sizes_is_130() {
+        let stopped =
+            PipelineError::Search(Box::new(placed_models::size_search::SearchError::Collect {
+                v: 4,
+                source: PipelineError::Collect(CollectError::Interrupted { signal: 2 }),
+            }));
+        assert_eq!(exit_of(&stopped).code(), 130);
+        assert!(
+            placed_core::text::error_line(&stopped).starts_with("collecting the data for v = 4: "),
+            "{}",
+            placed_core::text::error_line(&stopped)
+        );
+    }
+
+    #[test]
     fn a_refused_calibration_is_refused() {
         let refused = CalibrateError::Refused {
             problems: vec![crate::calibrate::judge::Problem::NotPositive {
