@@ -31,6 +31,9 @@ fn known(e: &(dyn Error + 'static)) -> Option<Exit> {
             PipelineError::BelowGate { .. } => Some(Exit::Refused),
             // Too noisy to fit: the same, measured again somewhere quieter.
             PipelineError::TooLittleUsable { .. } => Some(Exit::Refused),
+            // No size this host can tell placements apart for: train on another.
+            PipelineError::NoSizeToTrain { .. } => Some(Exit::Refused),
+            PipelineError::OneOutForSeveralSizes => Some(Exit::BadInput),
             _ => None,
         };
     }

@@ -682,3 +682,51 @@ fn sizes_fewest_replays_which_sizes_train_would_collect() {
         "{twice:?}"
     );
 }
+
+/// `train` with several sizes refuses, before collecting anything, what it cannot do: no
+/// size this host tells placements apart for (exit 4), one `--out` for several sizes and a
+/// size of 0 vCPUs (exit 2).
+#[test]
+fn train_of_several_sizes_refuses_before_collecting() {
+    let few = |v: usize| {
+        placed_training::collect::host_placements(None, v)
+            .map_or(true, |(_, set)| set.placements.len() < 3)
+    };
+    if !(few(1) && few(2)) {
+        eprintln!("skipped, because this host has three or more placements for v = 1 or 2");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let train = |extra: &[&str]| {
+        let mut args = vec![
+            "train",
+            "--workloads",
+            "selftest-spin",
+            "--model-dir",
+            "models",
+        ];
+        args.extend(extra);
+        placed_train(&args, dir.path())
+    };
+    let none = train(&["--vcpus", "1,2"]);
+    assert_eq!(none.status.code(), Some(4), "{none:?}");
+    let text = stdout(&none);
+    assert!(text.contains("v = 1: this host has"), "{text}");
+    assert!(text.contains("not collected"), "{text}");
+    assert!(
+        String::from_utf8_lossy(&none.stderr).contains("none of v = 1, 2 has three or more"),
+        "{none:?}"
+    );
+    assert!(!dir.path().join("models").exists(), "nothing collected");
+
+    let out = train(&["--vcpus", "1,2", "--out", "data.jsonl"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--out names one data file"));
+
+    let zero = train(&["--vcpus", "0,2"]);
+    assert_eq!(zero.status.code(), Some(2), "{zero:?}");
+    assert!(
+        String::from_utf8_lossy(&zero.stderr).contains("'0'"),
+        "{zero:?}"
+    );
+}

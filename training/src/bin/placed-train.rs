@@ -59,7 +59,8 @@ enum Cli {
         /// within --max-error, each size's data in data-v<N>.jsonl in --model-dir; each size
         /// collected gets a model of its own, the rest the model across sizes
         /// (docs/training.md, "Several sizes").
-        #[arg(long, value_delimiter = ',', required = true)]
+        #[arg(long, value_delimiter = ',', required = true,
+              value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
         vcpus: Vec<usize>,
         #[command(flatten)]
         collect: CollectFlags,
@@ -553,10 +554,9 @@ fn run_train_sizes(
     model_dir: &Path,
     train: &TrainFlags,
 ) -> anyhow::Result<()> {
-    anyhow::ensure!(
-        collect.out.is_none(),
-        "--out names one data file, and several --vcpus need one each: they go to data-v<N>.jsonl in --model-dir"
-    );
+    if collect.out.is_some() {
+        return Err(pipeline::PipelineError::OneOutForSeveralSizes.into());
+    }
     let jobs = collect.jobs()?;
     let acceptance = train.acceptance()?;
     let options = train.options()?;
@@ -588,10 +588,13 @@ fn run_train_sizes(
         placements.insert(v32, set.placements.len());
         wanted.push(v32);
     }
-    anyhow::ensure!(
-        !wanted.is_empty(),
-        "no size given has three or more important placements on this host: there is nothing to train"
-    );
+    if wanted.is_empty() {
+        let sizes = vcpus.iter().map(usize::to_string).collect::<Vec<_>>();
+        return Err(pipeline::PipelineError::NoSizeToTrain {
+            sizes: sizes.join(", "),
+        }
+        .into());
+    }
     let per_size_measurements = jobs.len() * collect.runs as usize;
     // Every size's options checked before the first hour of collecting.
     let mut options_of = std::collections::BTreeMap::new();

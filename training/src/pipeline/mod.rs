@@ -52,6 +52,19 @@ pub enum PipelineError {
     },
     #[error(transparent)]
     ModelFile(#[from] ModelFileError),
+    /// Several sizes asked for with one data file named.
+    #[error(
+        "--out names one data file, and several sizes need one each: leave it out, and each size's data goes to data-v<N>.jsonl in the model directory"
+    )]
+    OneOutForSeveralSizes,
+    /// None of the sizes asked for has anything to predict on this host.
+    #[error(
+        "none of v = {sizes} has three or more important placements on this host, so there is nothing to predict and nothing to train; train on a host with several NUMA nodes"
+    )]
+    NoSizeToTrain {
+        /// The sizes asked for, as given.
+        sizes: String,
+    },
     /// Choosing which sizes to collect stopped short (a collection failed, most often).
     #[error(transparent)]
     Search(Box<placed_models::size_search::SearchError<PipelineError>>),
