@@ -19,6 +19,10 @@
 //!   category mean and the counter baseline.
 //! - [`train`]: fitting the final model, and the data as a linfa data set for experiments.
 //! - [`model`]: a trained model and its predictions; [`model_file`] reads and writes it.
+//! - [`sizes`]: one model across container sizes, measured by leaving one size out;
+//!   [`sizes_model`] is that model as a file the daemon predicts with, and [`size_search`]
+//!   chooses the fewest sizes to collect for it.
+//! - [`predictor`]: what the daemon predicts with, either kind of model.
 //! - [`atomic_file`]: replacing a file so readers see the old content or the new, never a
 //!   part (model files here, the daemon's state file).
 //!
