@@ -57,7 +57,7 @@ pub fn write(path: &Path, parts: &[&[u8]]) -> std::io::Result<()> {
     write_with_mode(path, parts, 0o666)
 }
 
-/// [`write`], the new file created with `mode` (less the umask): a file that replaces a
+/// [`write()`], the new file created with `mode` (less the umask): a file that replaces a
 /// more open one, written by an older version, takes the new mode.
 pub fn write_with_mode(path: &Path, parts: &[&[u8]], mode: u32) -> std::io::Result<()> {
     write_owned(path, parts, mode, None)

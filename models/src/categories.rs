@@ -2,7 +2,7 @@
 //! the silhouette score. They say how well the training set covers behaviour (a category of
 //! one or two workloads needs company), drive the iterative method (algorithm 4) used as a
 //! second predictor, and flag a container whose observations fit no category. A
-//! classification tree ([`tree`]) assigns a measured container to a category and orders the
+//! classification tree (`categories::tree`) assigns a measured container to a category and orders the
 //! placements by how well they separate categories; the thesis's interval rules stay beside
 //! it for novelty and for comparison.
 

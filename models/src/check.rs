@@ -1,6 +1,6 @@
 //! A fitted model applied to data it was not trained on: another host of the machine class,
 //! or a later collection. Each workload run is predicted from its own baseline and probe
-//! measurements exactly as the daemon predicts a container ([`Model::predict`]), and its
+//! measurements exactly as the daemon predicts a container ([`crate::Model::predict`]), and its
 //! measurements in the other placements score the prediction: the error, whether the
 //! calibrated interval held the measurement, and whether the novelty warning was raised.
 //! Without this, checking a model meant re-implementing the prediction from its file.
