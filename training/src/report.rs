@@ -372,7 +372,9 @@ pub fn size_choice(c: &SizeChoice, measurements: &dyn Fn(u32) -> Option<usize>) 
         );
     }
     if c.left.is_empty() {
-        let why = if c.checks.is_empty() {
+        let why = if c.wanted.len() <= 2 {
+            "every size asked for is an end of the range (two or fewer), so nothing is left to predict"
+        } else if c.checks.is_empty() {
             "the ends and the size between them are every size asked for, so nothing is left to predict"
         } else {
             "the model across sizes never met the target"
