@@ -138,11 +138,7 @@ mod tests {
             data.records().len()
         );
         // A model that never saw the behaviour meets it as something new.
-        let options = crate::TrainOptions {
-            forest: crate::forest::ForestParams::new().n_trees(10),
-            counters_as_inputs: false,
-            ..Default::default()
-        };
+        let options = crate::test_data::quick_options();
         let (model, _) = crate::fit(&split.kept, &options).unwrap();
         let novelty = crate::check::check(&model, &split.held).unwrap().novelty();
         assert_eq!(novelty.runs, 8);

@@ -24,7 +24,8 @@
 //! files already collected reads them), so the search is tested on data without a host.
 
 use crate::data::Dataset;
-use crate::sizes::{HeldOutSize, Prepared, SizesError};
+use crate::evaluation::Evaluation;
+use crate::sizes::{HeldOutSize, Prepared, SizesError, evaluate_size};
 use crate::train::TrainOptions;
 
 /// One judgement of the model across sizes, after a size was collected.
@@ -49,6 +50,10 @@ pub struct SizeChoice {
     pub order: Vec<u32>,
     /// Their data, smallest size first.
     pub data: Vec<Dataset>,
+    /// Each one's cross-validation as its own model (`evaluations[i]` of `data[i]`), done
+    /// once when it was collected: fitting its model or the model across sizes afterwards
+    /// need not repeat it.
+    pub evaluations: Vec<Evaluation>,
     /// The checks, in order.
     pub checks: Vec<SizeCheck>,
     /// The sizes not collected: the model across sizes predicts them. Empty when every size
@@ -112,6 +117,7 @@ pub fn fewest_sizes<E: std::error::Error + 'static>(
     wanted.dedup();
     let mut order: Vec<u32> = Vec::new();
     let mut data: Vec<Dataset> = Vec::new();
+    let mut evaluations: Vec<Evaluation> = Vec::new();
     let mut checks = Vec::new();
     while let Some(v) = next_size(&wanted, &order) {
         let d = collect(v).map_err(|source| SearchError::Collect { v, source })?;
@@ -121,13 +127,15 @@ pub fn fewest_sizes<E: std::error::Error + 'static>(
                 found: d.header().v,
             });
         }
+        evaluations.push(evaluate_size(&d, options)?);
         order.push(v);
         data.push(d);
         if order.len() == wanted.len() {
             break;
         }
         if order.len() >= 3 {
-            let check = check(&data, target, judged_needed(wanted.len()), options)?;
+            let prepared = Prepared::evaluated(&data, evaluations.clone())?;
+            let check = check(&prepared, target, judged_needed(wanted.len()), options)?;
             tracing::info!(
                 collected = ?check.collected,
                 passed = check.passed,
@@ -141,7 +149,9 @@ pub fn fewest_sizes<E: std::error::Error + 'static>(
             }
         }
     }
-    data.sort_by_key(|d| d.header().v);
+    let mut collected: Vec<(Dataset, Evaluation)> = data.into_iter().zip(evaluations).collect();
+    collected.sort_by_key(|(d, _)| d.header().v);
+    let (data, evaluations) = collected.into_iter().unzip();
     let left = wanted
         .iter()
         .copied()
@@ -152,6 +162,7 @@ pub fn fewest_sizes<E: std::error::Error + 'static>(
         target,
         order,
         data,
+        evaluations,
         checks,
         left,
     })
@@ -174,12 +185,11 @@ fn judged_needed(wanted: usize) -> usize {
 /// Every collected size but the ends held out; it passes when at least `needed` could be
 /// judged and each of those is within `target`.
 fn check(
-    data: &[Dataset],
+    prepared: &Prepared,
     target: f64,
     needed: usize,
     options: &TrainOptions,
 ) -> Result<SizeCheck, SizesError> {
-    let prepared = Prepared::new(data, options)?;
     let collected = prepared.vs();
     let mut held_out = Vec::new();
     for k in 1..collected.len() - 1 {
@@ -236,15 +246,7 @@ pub fn next_size(wanted: &[u32], collected: &[u32]) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_data::sized;
-
-    fn options() -> TrainOptions {
-        TrainOptions {
-            forest: crate::forest::ForestParams::new().n_trees(10),
-            counters_as_inputs: false,
-            ..TrainOptions::default()
-        }
-    }
+    use crate::test_data::{quick_options as options, sized};
 
     #[test]
     fn the_ends_come_first_then_the_middle_of_the_widest_gap() {

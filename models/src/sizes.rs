@@ -227,6 +227,15 @@ pub fn leave_one_size_out(
     Ok(Prepared::new(data, options)?.held_out(options)?.0)
 }
 
+/// One size's data cross-validated as its own model would be: what the model across sizes
+/// reads of it (its probe, its measured matrix) and sets itself against.
+pub fn evaluate_size(d: &Dataset, options: &TrainOptions) -> Result<Evaluation, SizesError> {
+    evaluate(d, options).map_err(|source| SizesError::Evaluate {
+        v: d.header().v,
+        source,
+    })
+}
+
 /// Refuses files that are not one machine class's data of different sizes.
 pub fn belong_together(data: &[Dataset]) -> Result<(), SizesError> {
     let mut vs: Vec<u32> = data.iter().map(|d| d.header().v).collect();
@@ -262,35 +271,58 @@ pub(crate) struct Prepared {
 
 impl Prepared {
     pub(crate) fn new(data: &[Dataset], options: &TrainOptions) -> Result<Self, SizesError> {
+        // Files that do not belong together are refused before the sizes are cross-validated.
+        Self::check(data)?;
+        let evaluations = data
+            .iter()
+            .map(|d| evaluate_size(d, options))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self::assemble(data, evaluations))
+    }
+
+    /// From sizes already cross-validated: `evaluations[i]` is [`evaluate_size`]'s of
+    /// `data[i]`, with the options the model across sizes is then measured and fitted with.
+    pub(crate) fn evaluated(
+        data: &[Dataset],
+        evaluations: Vec<Evaluation>,
+    ) -> Result<Self, SizesError> {
+        Self::check(data)?;
+        Ok(Self::assemble(data, evaluations))
+    }
+
+    fn check(data: &[Dataset]) -> Result<(), SizesError> {
         if data.len() < 2 {
             return Err(SizesError::TooFewSizes { found: data.len() });
         }
-        belong_together(data)?;
-        let mut order: Vec<usize> = (0..data.len()).collect();
-        order.sort_by_key(|&i| data[i].header().v);
-        let data: Vec<&Dataset> = order.iter().map(|&i| &data[i]).collect();
+        belong_together(data)
+    }
+
+    fn assemble(data: &[Dataset], evaluations: Vec<Evaluation>) -> Self {
+        debug_assert_eq!(data.len(), evaluations.len());
+        let mut pairs: Vec<(&Dataset, Evaluation)> = data.iter().zip(evaluations).collect();
+        pairs.sort_by_key(|(d, _)| d.header().v);
+        let data: Vec<&Dataset> = pairs.iter().map(|(d, _)| *d).collect();
         let describer = Describer::of(&data);
-        let sizes = data
-            .iter()
-            .map(|d| {
-                let v = d.header().v;
-                let evaluation =
-                    evaluate(d, options).map_err(|source| SizesError::Evaluate { v, source })?;
-                Ok(Size {
-                    v,
-                    evaluation,
-                    described: describer.describe_all(d),
-                })
-            })
-            .collect::<Result<Vec<_>, SizesError>>()?;
         let provenance = Provenance::least_real(data.iter().map(|d| d.provenance()));
-        Ok(Self {
+        let (fingerprint, concerns) = (
+            data[0].header().fingerprint.clone(),
+            data[0].header().concerns.clone(),
+        );
+        let sizes = pairs
+            .into_iter()
+            .map(|(d, evaluation)| Size {
+                v: d.header().v,
+                evaluation,
+                described: describer.describe_all(d),
+            })
+            .collect();
+        Self {
             provenance,
-            fingerprint: data[0].header().fingerprint.clone(),
-            concerns: data[0].header().concerns.clone(),
+            fingerprint,
+            concerns,
             describer,
             sizes,
-        })
+        }
     }
 
     /// The sizes, smallest first.
@@ -451,15 +483,7 @@ fn training_rows(
 mod tests {
     use super::*;
     use crate::data::RunRecord;
-    use crate::test_data::sized;
-
-    fn options() -> TrainOptions {
-        TrainOptions {
-            forest: crate::forest::ForestParams::new().n_trees(10),
-            counters_as_inputs: false,
-            ..TrainOptions::default()
-        }
-    }
+    use crate::test_data::{quick_options as options, sized};
 
     #[test]
     fn every_size_is_predicted_by_the_others_and_set_against_its_own_model() {

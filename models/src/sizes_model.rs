@@ -14,6 +14,7 @@ use ndarray::Array1;
 use serde::{Deserialize, Serialize};
 
 use crate::data::{Dataset, PlacementInfo, Provenance};
+use crate::evaluation::Evaluation;
 use crate::features::Observation;
 use crate::forest::Forest;
 use crate::gate::GateFailure;
@@ -112,7 +113,24 @@ impl SizesModel {
         data: &[Dataset],
         options: &TrainOptions,
     ) -> Result<(Self, AcrossSizes), SizesError> {
-        let prepared = Prepared::new(data, options)?;
+        Self::fit_prepared(&Prepared::new(data, options)?, options)
+    }
+
+    /// [`Self::fit`] for sizes already cross-validated: `evaluations[i]` is
+    /// [`crate::sizes::evaluate_size`]'s of `data[i]` with the same options (the size
+    /// search has them).
+    pub fn fit_evaluated(
+        data: &[Dataset],
+        evaluations: Vec<Evaluation>,
+        options: &TrainOptions,
+    ) -> Result<(Self, AcrossSizes), SizesError> {
+        Self::fit_prepared(&Prepared::evaluated(data, evaluations)?, options)
+    }
+
+    fn fit_prepared(
+        prepared: &Prepared,
+        options: &TrainOptions,
+    ) -> Result<(Self, AcrossSizes), SizesError> {
         let (report, mut errors) = prepared.held_out(options)?;
         // Too few held-out cells for the rank: the worst of them.
         let error_quantile = conformal_quantile(&mut errors, ACROSS_LEVEL)

@@ -76,6 +76,16 @@ pub(crate) fn standard() -> Dataset {
     )
 }
 
+/// Training options for unit tests: a small forest, counters off (the standard data's
+/// counters are hand-made).
+pub(crate) fn quick_options() -> crate::train::TrainOptions {
+    crate::train::TrainOptions {
+        forest: crate::forest::ForestParams::new().n_trees(10),
+        counters_as_inputs: false,
+        ..crate::train::TrainOptions::default()
+    }
+}
+
 /// The standard test data as if collected for containers of `v` vCPUs.
 pub(crate) fn sized(v: u32) -> Dataset {
     let d = standard();

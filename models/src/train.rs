@@ -175,8 +175,28 @@ fn known_ids(data: &Dataset) -> String {
 pub fn fit(data: &Dataset, options: &TrainOptions) -> Result<(Model, Evaluation), TrainError> {
     let table = options.table(data)?;
     let evaluation = evaluate_table(data, &table, options)?;
-    let features = performance_features(options.input_counters(&table));
-    let (x, y) = design(&table, &features, evaluation.probe)?;
+    fit_table(data, &table, evaluation, options)
+}
+
+/// [`fit`] for data already cross-validated: `evaluation` must be [`crate::evaluate`]'s of the
+/// same data and options (the size search evaluates each size once and fits it afterwards).
+pub fn fit_evaluated(
+    data: &Dataset,
+    evaluation: Evaluation,
+    options: &TrainOptions,
+) -> Result<(Model, Evaluation), TrainError> {
+    let table = options.table(data)?;
+    fit_table(data, &table, evaluation, options)
+}
+
+fn fit_table(
+    data: &Dataset,
+    table: &PerformanceTable,
+    evaluation: Evaluation,
+    options: &TrainOptions,
+) -> Result<(Model, Evaluation), TrainError> {
+    let features = performance_features(options.input_counters(table));
+    let (x, y) = design(table, &features, evaluation.probe)?;
     let forest = options.forest.fit(&DatasetBase::new(x, y))?;
     let workloads: Vec<&str> = table.rows().iter().map(|r| r.workload.as_str()).collect();
     let categories = Categories::discover(

@@ -317,18 +317,22 @@ pub fn sizes_table(a: &AcrossSizes) -> String {
     out
 }
 
+/// Sizes as a report lists them: "4, 8, 16".
+pub fn size_list<T: ToString>(vs: &[T]) -> String {
+    vs.iter().map(T::to_string).collect::<Vec<_>>().join(", ")
+}
+
 /// Which sizes the search for the fewest sizes collected, each check on the way, and the
 /// collection it saved; `measurements(v)` is a size's placement measurements (runs x
 /// placements), `None` where unknown.
 pub fn size_choice(c: &SizeChoice, measurements: &dyn Fn(u32) -> Option<usize>) -> String {
-    let list = |vs: &[u32]| vs.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
     let mut out = String::new();
     if let Some(first) = c.data.first() {
         let provenance = Provenance::least_real(c.data.iter().map(Dataset::provenance));
         out.push_str(&banner_for(
             provenance,
             &first.header().fingerprint,
-            &list(&c.wanted),
+            &size_list(&c.wanted),
         ));
     }
     let _ = writeln!(
@@ -336,7 +340,7 @@ pub fn size_choice(c: &SizeChoice, measurements: &dyn Fn(u32) -> Option<usize>) 
         "fewest sizes: the ends first, then the middle of the widest gap, until every collected size but the ends (two at least, or one of four), held out, is predicted by the model across the others within {:.1}% mean error",
         c.target
     );
-    let _ = writeln!(out, "collected, in order: v = {}", list(&c.order));
+    let _ = writeln!(out, "collected, in order: v = {}", size_list(&c.order));
     for check in &c.checks {
         let held: Vec<String> = check
             .held_out
@@ -355,7 +359,7 @@ pub fn size_choice(c: &SizeChoice, measurements: &dyn Fn(u32) -> Option<usize>) 
         let _ = writeln!(
             out,
             "  with v = {}: held out, mean/worst {}: {}",
-            list(&check.collected),
+            size_list(&check.collected),
             held.join(", "),
             if check.passed {
                 "within the target"
@@ -382,7 +386,11 @@ pub fn size_choice(c: &SizeChoice, measurements: &dyn Fn(u32) -> Option<usize>) 
         let _ = writeln!(out, "every size collected: {why}");
         return out;
     }
-    let _ = writeln!(out, "left to the model across sizes: v = {}", list(&c.left));
+    let _ = writeln!(
+        out,
+        "left to the model across sizes: v = {}",
+        size_list(&c.left)
+    );
     let all: Option<usize> = c.wanted.iter().map(|&v| measurements(v)).sum();
     let saved: Option<usize> = c.left.iter().map(|&v| measurements(v)).sum();
     if let (Some(all), Some(saved)) = (all, saved) {

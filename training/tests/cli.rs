@@ -531,10 +531,9 @@ fn policies_refuses_data_from_another_machine() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("the machine the data was collected on"));
 }
 
-#[test]
-fn sizes_holds_each_size_out_and_writes_the_model_across_sizes() {
-    let dir = tempfile::tempdir().unwrap();
-    for v in ["4", "8", "12"] {
+/// SIMULATED data of `TOPOLOGY` for each size, in `data-<v>.jsonl`.
+fn simulate_sizes(dir: &Path, sizes: &[&str]) {
+    for v in sizes {
         let sim = placed_train(
             &[
                 "simulate",
@@ -549,10 +548,16 @@ fn sizes_holds_each_size_out_and_writes_the_model_across_sizes() {
                 "--out",
                 &format!("data-{v}.jsonl"),
             ],
-            dir.path(),
+            dir,
         );
         assert!(sim.status.success());
     }
+}
+
+#[test]
+fn sizes_holds_each_size_out_and_writes_the_model_across_sizes() {
+    let dir = tempfile::tempdir().unwrap();
+    simulate_sizes(dir.path(), &["4", "8", "12"]);
     let mut args = vec![
         "sizes",
         "--data",
@@ -605,25 +610,7 @@ fn sizes_holds_each_size_out_and_writes_the_model_across_sizes() {
 #[test]
 fn sizes_fewest_replays_which_sizes_train_would_collect() {
     let dir = tempfile::tempdir().unwrap();
-    for v in ["2", "4", "6", "8"] {
-        let sim = placed_train(
-            &[
-                "simulate",
-                "--synthetic",
-                TOPOLOGY,
-                "--vcpus",
-                v,
-                "--families",
-                "6",
-                "--workloads-per-family",
-                "3",
-                "--out",
-                &format!("data-{v}.jsonl"),
-            ],
-            dir.path(),
-        );
-        assert!(sim.status.success());
-    }
+    simulate_sizes(dir.path(), &["2", "4", "6", "8"]);
     let replay = |max_error: &str| {
         let mut args = vec!["sizes", "--fewest", "--max-error", max_error];
         // Given in any order.

@@ -1,15 +1,6 @@
 use super::*;
-use crate::forest::ForestParams;
 use crate::model::Model;
-use crate::test_data::{sized, standard};
-
-fn options() -> TrainOptions {
-    TrainOptions {
-        forest: ForestParams::new().n_trees(10),
-        counters_as_inputs: false,
-        ..TrainOptions::default()
-    }
-}
+use crate::test_data::{quick_options as options, sized, standard};
 
 fn fitted() -> Arc<SizesModel> {
     let (model, report) = SizesModel::fit(&[sized(8), sized(4)], &options()).unwrap();

@@ -528,7 +528,7 @@ fn run_train(
     model_dir: &Path,
     train: &TrainFlags,
 ) -> anyhow::Result<()> {
-    let default = model_dir.join(format!("data-v{vcpus}.jsonl"));
+    let default = model_dir.join(pipeline::data_file_name(vcpus));
     let options = collect.options(vcpus, Some(default))?;
     let jobs = collect.jobs()?;
     let acceptance = train.acceptance()?;
@@ -589,9 +589,8 @@ fn run_train_sizes(
         wanted.push(v32);
     }
     if wanted.is_empty() {
-        let sizes = vcpus.iter().map(usize::to_string).collect::<Vec<_>>();
         return Err(pipeline::PipelineError::NoSizeToTrain {
-            sizes: sizes.join(", "),
+            sizes: report::size_list(vcpus),
         }
         .into());
     }
@@ -599,7 +598,7 @@ fn run_train_sizes(
     // Every size's options checked before the first hour of collecting.
     let mut options_of = std::collections::BTreeMap::new();
     for &v in &wanted {
-        let out = model_dir.join(format!("data-v{v}.jsonl"));
+        let out = model_dir.join(pipeline::data_file_name(v));
         options_of.insert(v, collect.options(v as usize, Some(out))?);
     }
     let trained = pipeline::sizes::train_sizes(&wanted, &options, &acceptance, model_dir, |v| {
@@ -640,13 +639,7 @@ fn run_train_sizes(
             "installed model across sizes {} in {}: it predicts v = {} (and any other size of this machine class without a model of its own)",
             across.model.id(),
             across.installed.display(),
-            trained
-                .choice
-                .left
-                .iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
+            report::size_list(&trained.choice.left)
         );
     }
     // Each refusal said once: all but the first here, the first as the command's error.

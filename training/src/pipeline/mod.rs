@@ -125,6 +125,11 @@ pub fn model_file_name(fingerprint: &str, v: u32) -> String {
     format!("{fingerprint}-v{v}.json")
 }
 
+/// The data file a size's collection goes to by default, beside the models.
+pub fn data_file_name(v: impl std::fmt::Display) -> String {
+    format!("data-v{v}.jsonl")
+}
+
 /// Collects into `options.out`, then fits, evaluates and installs into `model_dir`.
 pub fn train(
     jobs: &[Box<dyn Job>],
@@ -184,6 +189,17 @@ pub fn fit_and_install(
     model_dir: &Path,
 ) -> Result<(Model, Evaluation, PathBuf), PipelineError> {
     let (model, evaluation) = fit(data, train)?;
+    judge_and_install(model, evaluation, acceptance, model_dir)
+}
+
+/// Judges a fitted model by the gate and installs it into `model_dir`; a refusal carries
+/// the evaluation for the report that explains it.
+pub fn judge_and_install(
+    model: Model,
+    evaluation: Evaluation,
+    acceptance: &Acceptance,
+    model_dir: &Path,
+) -> Result<(Model, Evaluation, PathBuf), PipelineError> {
     let model = acceptance.judge(model).map_err(|e| match e {
         PipelineError::BelowGate { failure, refused } => PipelineError::BelowGate {
             failure,

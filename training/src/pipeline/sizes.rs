@@ -7,9 +7,10 @@ use std::path::{Path, PathBuf};
 
 use placed_models::size_search::{SizeChoice, fewest_sizes};
 use placed_models::sizes::AcrossSizes;
+use placed_models::train::fit_evaluated;
 use placed_models::{Dataset, Evaluation, Model, SizesModel, TrainOptions};
 
-use super::{Acceptance, PipelineError, fit_and_install};
+use super::{Acceptance, PipelineError, judge_and_install};
 
 /// One collected size's model, installed or refused.
 #[derive(Debug)]
@@ -60,17 +61,24 @@ pub fn train_sizes(
 ) -> Result<TrainedSizes, PipelineError> {
     let choice = fewest_sizes(wanted, acceptance.gate.max_mean_error, train, collect)
         .map_err(|e| PipelineError::Search(Box::new(e)))?;
+    // Each size was cross-validated when it was collected; neither fit repeats that.
     let per_size = choice
         .data
         .iter()
-        .map(|d| SizeModel {
+        .zip(&choice.evaluations)
+        .map(|(d, evaluation)| SizeModel {
             v: d.header().v,
             left_out: crate::report::left_out(d),
-            result: fit_and_install(d, train, acceptance, model_dir),
+            result: fit_evaluated(d, evaluation.clone(), train)
+                .map_err(PipelineError::from)
+                .and_then(|(model, evaluation)| {
+                    judge_and_install(model, evaluation, acceptance, model_dir)
+                }),
         })
         .collect();
     let across = if choice.reached() && !choice.left.is_empty() {
-        let (model, report) = SizesModel::fit(&choice.data, train)?;
+        let (model, report) =
+            SizesModel::fit_evaluated(&choice.data, choice.evaluations.clone(), train)?;
         let installed = model_dir.join(across_file_name(model.fingerprint()));
         model.save(&installed)?;
         Some(Across {
