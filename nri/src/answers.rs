@@ -146,7 +146,12 @@ mod tests {
             "container c1: refusing a cpuset with no cpus (cpus  mems 0)"
         );
         assert_eq!(update("c1", &sets("1", "")).unwrap_err().half, "mems");
-        assert!(hold("c1", &Resources::default(), &sets("1", "")).is_err());
+        assert_eq!(
+            hold("c1", &Resources::default(), &sets("1", ""))
+                .unwrap_err()
+                .half,
+            "mems"
+        );
     }
 
     #[test]

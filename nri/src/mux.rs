@@ -272,7 +272,9 @@ mod tests {
 
     #[tokio::test]
     async fn long_writes_are_split_into_frames_and_joined_by_the_reader() {
-        let data: Vec<u8> = (0..SEND_CHUNK * 2 + 17).map(|i| (i % 251) as u8).collect();
+        let data: Vec<u8> = (0..SEND_CHUNK * 2 + 17)
+            .map(|i| u8::try_from(i % 251).unwrap())
+            .collect();
         let mut wire = Vec::new();
         write_frames(&mut wire, 1, &data).await.unwrap();
         let mut r = wire.as_slice();

@@ -8,6 +8,8 @@
 //! it last set, and adopts such containers at synchronization. Figures from this VM are
 //! not placement results.
 
+#![allow(clippy::unwrap_used, reason = "test fixture")]
+
 mod support;
 
 use std::collections::HashMap;

@@ -1,6 +1,8 @@
 //! The plugin against the in-process fake runtime ([`placed_nri::fake`]): the protocol's
 //! conversation end to end (multiplexer, ttrpc, messages) on every machine, no root.
 
+#![allow(clippy::unwrap_used, reason = "test fixture")]
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
