@@ -22,6 +22,7 @@ use crate::api::nri as pb;
 use crate::api::nri_ttrpc;
 use crate::convert;
 use crate::events::EventMask;
+use crate::objects::{Container, Pod};
 use crate::placer::{Placer, Update};
 use crate::updater::Updater;
 
@@ -82,6 +83,21 @@ where
             None
         }
     }
+}
+
+/// The pod and container a call is about; a runtime that left one out gets an answer
+/// about an empty one (which the Placer leaves alone) rather than an error.
+fn subjects(
+    pod: &MessageField<pb::PodSandbox>,
+    container: &MessageField<pb::Container>,
+) -> (Pod, Container) {
+    (
+        pod.as_ref().map(convert::pod).unwrap_or_default(),
+        container
+            .as_ref()
+            .map(convert::container)
+            .unwrap_or_default(),
+    )
 }
 
 /// Sends what a late call decided, once it has.
@@ -211,12 +227,7 @@ impl<P: Placer> nri_ttrpc::Plugin for Service<P> {
         _: &TtrpcContext,
         req: pb::CreateContainerRequest,
     ) -> ttrpc::Result<pb::CreateContainerResponse> {
-        let pod = req.pod.as_ref().map(convert::pod).unwrap_or_default();
-        let container = req
-            .container
-            .as_ref()
-            .map(convert::container)
-            .unwrap_or_default();
+        let (pod, container) = subjects(&req.pod, &req.container);
         let id = container.id.clone();
         let placer = self.placer.clone();
         let answer = within(
@@ -245,12 +256,7 @@ impl<P: Placer> nri_ttrpc::Plugin for Service<P> {
         _: &TtrpcContext,
         req: pb::UpdateContainerRequest,
     ) -> ttrpc::Result<pb::UpdateContainerResponse> {
-        let pod = req.pod.as_ref().map(convert::pod).unwrap_or_default();
-        let container = req
-            .container
-            .as_ref()
-            .map(convert::container)
-            .unwrap_or_default();
+        let (pod, container) = subjects(&req.pod, &req.container);
         let id = container.id.clone();
         let requested = req
             .linux_resources
@@ -286,12 +292,7 @@ impl<P: Placer> nri_ttrpc::Plugin for Service<P> {
         _: &TtrpcContext,
         req: pb::StopContainerRequest,
     ) -> ttrpc::Result<pb::StopContainerResponse> {
-        let pod = req.pod.as_ref().map(convert::pod).unwrap_or_default();
-        let container = req
-            .container
-            .as_ref()
-            .map(convert::container)
-            .unwrap_or_default();
+        let (pod, container) = subjects(&req.pod, &req.container);
         let id = container.id.clone();
         let placer = self.placer.clone();
         within(

@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use placed_core::reconcile::Sets;
-use placed_nri::fake::FakeRuntime;
+use placed_nri::fake::{Connection, FakeRuntime};
 use placed_nri::{
     Config, Container, ContainerState, Event, EventMask, Placer, Pod, Resources, StateChange,
     Status, Update, UpdateError, Vcpus,
@@ -136,6 +136,14 @@ impl Placer for TestPlacer {
     }
 }
 
+/// The update that pins `c` where the test placer pins.
+fn pinned(c: &Container) -> [Update; 1] {
+    [Update {
+        container_id: c.id.clone(),
+        sets: sets("1", "0"),
+    }]
+}
+
 fn pod(uid: &str, managed: bool) -> Pod {
     let mut p = Pod {
         id: format!("sandbox-{uid}"),
@@ -193,6 +201,33 @@ async fn wait_status(plugin: &placed_nri::Plugin, want: impl Fn(&Status) -> bool
         .clone()
 }
 
+/// A plugin registered with an in-memory fake runtime and synchronized on an empty node
+/// (the placer's Synchronize call already taken from `calls`).
+struct Connected {
+    _fake: FakeRuntime,
+    plugin: placed_nri::Plugin,
+    conn: Connection,
+    calls: mpsc::UnboundedReceiver<Call>,
+}
+
+async fn connected(
+    (placer, mut calls): (Arc<TestPlacer>, mpsc::UnboundedReceiver<Call>),
+) -> Connected {
+    let fake = FakeRuntime::in_memory();
+    let plugin = fake.start_plugin(config(), placer).unwrap();
+    let (conn, _, _) = fake.accept_synchronized(&[], &[]).await.unwrap();
+    assert_eq!(
+        next_call(&mut calls).await,
+        Call::Synchronize(vec![], vec![])
+    );
+    Connected {
+        _fake: fake,
+        plugin,
+        conn,
+        calls,
+    }
+}
+
 #[tokio::test]
 async fn the_plugin_registers_subscribes_and_reports_itself_connected() {
     let fake = FakeRuntime::in_memory();
@@ -224,11 +259,8 @@ async fn the_plugin_registers_subscribes_and_reports_itself_connected() {
 
 #[tokio::test]
 async fn a_created_container_is_pinned_when_its_pod_asks_and_left_alone_otherwise() {
-    let fake = FakeRuntime::in_memory();
-    let (placer, mut calls) = TestPlacer::new(sets("1", "0"));
-    let _plugin = fake.start_plugin(config(), placer).unwrap();
-    let (conn, _, _) = fake.accept_synchronized(&[], &[]).await.unwrap();
-    next_call(&mut calls).await;
+    let mut s = connected(TestPlacer::new(sets("1", "0"))).await;
+    let (conn, calls) = (&mut s.conn, &mut s.calls);
 
     let managed = pod("u1", true);
     let c = container(&managed, "web", ContainerState::Created);
@@ -237,7 +269,7 @@ async fn a_created_container_is_pinned_when_its_pod_asks_and_left_alone_otherwis
         Some(sets("1", "0"))
     );
     // The placer saw the plain values the runtime sent.
-    let Call::Create(seen_pod, seen) = next_call(&mut calls).await else {
+    let Call::Create(seen_pod, seen) = next_call(calls).await else {
         panic!("expected a create call");
     };
     assert_eq!(seen_pod, managed);
@@ -252,11 +284,8 @@ async fn a_created_container_is_pinned_when_its_pod_asks_and_left_alone_otherwis
 
 #[tokio::test]
 async fn an_update_from_someone_else_is_held_to_placeds_cpuset() {
-    let fake = FakeRuntime::in_memory();
-    let (placer, mut calls) = TestPlacer::new(sets("1", "0"));
-    let _plugin = fake.start_plugin(config(), placer).unwrap();
-    let (conn, _, _) = fake.accept_synchronized(&[], &[]).await.unwrap();
-    next_call(&mut calls).await;
+    let mut s = connected(TestPlacer::new(sets("1", "0"))).await;
+    let (conn, calls) = (&mut s.conn, &mut s.calls);
 
     let managed = pod("u1", true);
     let c = container(&managed, "web", ContainerState::Running);
@@ -272,15 +301,9 @@ async fn an_update_from_someone_else_is_held_to_placeds_cpuset() {
         .update_container(&managed, &c, &requested)
         .await
         .unwrap();
+    assert_eq!(held, pinned(&c));
     assert_eq!(
-        held,
-        [Update {
-            container_id: c.id.clone(),
-            sets: sets("1", "0")
-        }]
-    );
-    assert_eq!(
-        next_call(&mut calls).await,
+        next_call(calls).await,
         Call::Update(c.clone(), requested.clone())
     );
 
@@ -316,13 +339,7 @@ async fn synchronize_adopts_the_running_containers_of_annotated_pods() {
     let pods = [managed.clone(), plain.clone()];
     let containers = [running.clone(), stopped.clone(), other.clone()];
     let (_conn, _, updates) = fake.accept_synchronized(&pods, &containers).await.unwrap();
-    assert_eq!(
-        updates,
-        [Update {
-            container_id: running.id.clone(),
-            sets: sets("1", "0")
-        }]
-    );
+    assert_eq!(updates, pinned(&running));
     assert_eq!(
         next_call(&mut calls).await,
         Call::Synchronize(pods.to_vec(), containers.to_vec())
@@ -331,10 +348,12 @@ async fn synchronize_adopts_the_running_containers_of_annotated_pods() {
 
 #[tokio::test]
 async fn the_updater_moves_a_running_container_and_reports_refusals() {
-    let fake = FakeRuntime::in_memory();
-    let (placer, _calls) = TestPlacer::new(sets("1", "0"));
-    let plugin = fake.start_plugin(config(), placer).unwrap();
-    let (mut conn, _, _) = fake.accept_synchronized(&[], &[]).await.unwrap();
+    let Connected {
+        _fake,
+        plugin,
+        mut conn,
+        ..
+    } = connected(TestPlacer::new(sets("1", "0"))).await;
     let updater = plugin.updater();
     let moved = [Update {
         container_id: "c1".into(),
@@ -388,13 +407,7 @@ async fn a_slow_placer_never_delays_creation_and_its_decision_follows_as_an_upda
     // The decision arrives when the placer is done, as an update of the container.
     let late = conn.next_updates().await.unwrap();
     assert_eq!(asked.elapsed(), delay);
-    assert_eq!(
-        late,
-        [Update {
-            container_id: c.id.clone(),
-            sets: sets("1", "0")
-        }]
-    );
+    assert_eq!(late, pinned(&c));
 }
 
 #[tokio::test(start_paused = true)]
@@ -412,21 +425,14 @@ async fn a_late_synchronization_sends_its_adoptions_when_done() {
         .await
         .unwrap();
     assert_eq!(updates, [], "answered at the budget, without the adoption");
-    assert_eq!(
-        conn.next_updates().await.unwrap(),
-        [Update {
-            container_id: running.id.clone(),
-            sets: sets("1", "0")
-        }]
-    );
+    assert_eq!(conn.next_updates().await.unwrap(), pinned(&running));
 }
 
 #[tokio::test]
 async fn a_failing_or_panicking_placer_fails_open_and_the_connection_lives_on() {
-    let fake = FakeRuntime::in_memory();
-    let (placer, _calls) = TestPlacer::new(sets("1", "0"));
-    let _plugin = fake.start_plugin(config(), placer.clone()).unwrap();
-    let (conn, _, _) = fake.accept_synchronized(&[], &[]).await.unwrap();
+    let (placer, calls) = TestPlacer::new(sets("1", "0"));
+    let s = connected((placer.clone(), calls)).await;
+    let conn = &s.conn;
     let managed = pod("u1", true);
     let c = container(&managed, "web", ContainerState::Created);
 
@@ -450,10 +456,8 @@ async fn a_failing_or_panicking_placer_fails_open_and_the_connection_lives_on() 
 
 #[tokio::test]
 async fn an_empty_cpuset_from_the_placer_is_not_sent_as_a_pin() {
-    let fake = FakeRuntime::in_memory();
-    let (placer, _calls) = TestPlacer::new(sets("", "0"));
-    let _plugin = fake.start_plugin(config(), placer).unwrap();
-    let (conn, _, _) = fake.accept_synchronized(&[], &[]).await.unwrap();
+    let s = connected(TestPlacer::new(sets("", "0"))).await;
+    let conn = &s.conn;
     let managed = pod("u1", true);
     let c = container(&managed, "web", ContainerState::Created);
     assert_eq!(conn.create_container(&managed, &c).await.unwrap(), None);
@@ -467,29 +471,26 @@ async fn an_empty_cpuset_from_the_placer_is_not_sent_as_a_pin() {
 
 #[tokio::test]
 async fn stops_and_state_changes_reach_the_placer() {
-    let fake = FakeRuntime::in_memory();
-    let (placer, mut calls) = TestPlacer::new(sets("1", "0"));
-    let _plugin = fake.start_plugin(config(), placer).unwrap();
-    let (conn, _, _) = fake.accept_synchronized(&[], &[]).await.unwrap();
-    next_call(&mut calls).await;
+    let mut s = connected(TestPlacer::new(sets("1", "0"))).await;
+    let (conn, calls) = (&mut s.conn, &mut s.calls);
     let managed = pod("u1", true);
     let c = container(&managed, "web", ContainerState::Running);
     assert_eq!(conn.stop_container(&managed, &c).await.unwrap(), []);
-    assert_eq!(next_call(&mut calls).await, Call::Stop(c.clone()));
+    assert_eq!(next_call(calls).await, Call::Stop(c.clone()));
     let started = StateChange {
         event: Event::PostStartContainer,
         pod: managed.clone(),
         container: Some(c.clone()),
     };
     conn.state_change(&started).await.unwrap();
-    assert_eq!(next_call(&mut calls).await, Call::State(started));
+    assert_eq!(next_call(calls).await, Call::State(started));
     let removed = StateChange {
         event: Event::RemovePodSandbox,
         pod: managed,
         container: None,
     };
     conn.state_change(&removed).await.unwrap();
-    assert_eq!(next_call(&mut calls).await, Call::State(removed));
+    assert_eq!(next_call(calls).await, Call::State(removed));
 }
 
 #[tokio::test]
@@ -555,13 +556,7 @@ async fn a_restarted_runtime_gets_placed_back_and_it_adopts_the_running_containe
         )
         .await
         .unwrap();
-    assert_eq!(
-        updates,
-        [Update {
-            container_id: running.id.clone(),
-            sets: sets("1", "0")
-        }]
-    );
+    assert_eq!(updates, pinned(&running));
     assert_eq!(
         next_call(&mut calls).await,
         Call::Synchronize(vec![managed], vec![running])
@@ -571,11 +566,12 @@ async fn a_restarted_runtime_gets_placed_back_and_it_adopts_the_running_containe
 
 #[tokio::test]
 async fn a_runtime_shutting_down_is_left_and_reconnected_to() {
-    let fake = FakeRuntime::in_memory();
-    let (placer, mut calls) = TestPlacer::new(sets("1", "0"));
-    let _plugin = fake.start_plugin(config(), placer).unwrap();
-    let (conn, _, _) = fake.accept_synchronized(&[], &[]).await.unwrap();
-    next_call(&mut calls).await;
+    let Connected {
+        _fake: fake,
+        plugin: _plugin,
+        conn,
+        mut calls,
+    } = connected(TestPlacer::new(sets("1", "0"))).await;
     conn.shutdown().await.unwrap();
     // The runtime closes the connection after Shutdown, as containerd does when it stops.
     drop(conn);
