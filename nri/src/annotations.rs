@@ -13,7 +13,7 @@
 //!
 //! The keys ([`Key`]): `manage` (`true`/`false`: opt in or out, whatever the node's
 //! opt-in setting says), `policy` (as `placectl manage --policy`: observe, model,
-//! conservative, aggressive, smart-aggressive, pinned:<id>), `goal` (the model policy's
+//! conservative, aggressive, smart-aggressive, `pinned:<id>`), `goal` (the model policy's
 //! fraction of baseline, in (0, 2]), `metric` (as `placectl manage --metric`, kept as
 //! written for the daemon to parse), `placement` (a placement id: short for
 //! `policy: pinned:<id>`) and `on-override` (reassert, adopt or leave).

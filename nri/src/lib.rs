@@ -19,7 +19,7 @@
 //! - `service` (private): the runtime's calls, answered within the budget, failing open.
 //! - [`plugin`]: the connection: register, serve, reconnect with backoff; its status.
 //! - [`updater`]: UpdateContainers for running containers.
-//! - [`fake`] (feature `fake`): an in-process NRI runtime for tests.
+//! - `fake` (feature `fake`): an in-process NRI runtime for tests.
 
 pub mod annotations;
 pub mod answers;

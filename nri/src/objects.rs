@@ -1,5 +1,5 @@
 //! The runtime's pods and containers as placed sees them: plain Rust values, so that the
-//! daemon never handles a protobuf message (conversions in [`crate::convert`]).
+//! daemon never handles a protobuf message (the conversions are the crate's own, private).
 
 use std::collections::BTreeMap;
 

@@ -298,6 +298,11 @@ state = "{state}"
             // processes, found by its socket and its pods' cgroups.
             unsafe { libc::kill(*pid, libc::SIGKILL) };
         }
+        // A shim removes its socket as it exits: wait for them to be gone first.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !self.shims().is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
         for socket in &self.shim_sockets {
             let _ = std::fs::remove_file(socket);
         }
