@@ -205,7 +205,7 @@ pub enum DaemonError {
 
     /// The state file could not be written.
     #[error("recording the daemon's state")]
-    State(#[source] Box<StateError>),
+    State(#[source] std::sync::Arc<StateError>),
 
     /// The daemon is stopping: the operation was not carried out.
     #[error("placed is stopping")]

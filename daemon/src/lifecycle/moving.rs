@@ -14,10 +14,10 @@ use placed_host::cgroup::CpusetState;
 use placed_host::enact::{ApplyOptions, ApplyReport, Rollback};
 use placed_host::migrate::Mode;
 
-use super::PlaceOutcome;
 use super::error::{DaemonError, joined};
 use super::events::{EventKind, now_ms};
 use super::handle::Handle;
+use super::requests::PlaceOutcome;
 
 /// Whether each move is recorded in the state file before and after it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,18 +50,13 @@ impl Handle {
     /// first (which changes nothing for its tasks: it inherits its parent's sets).
     pub async fn current_cpuset(&self) -> Result<CpusetState, DaemonError> {
         let container = self.with(|e| e.container.clone())?;
-        let shared = self.shared.clone();
+        let core = self.core.clone();
         let cg = container.cgroup.clone();
-        let read = tokio::task::spawn_blocking(move || {
-            let cgroups = shared.host.cgroups();
-            cgroups.prepare(&cg)?;
-            cgroups.cpuset(&cg)
-        })
-        .await;
+        let read = tokio::task::spawn_blocking(move || core.node.host.prepared_cpuset(&cg)).await;
         joined("reading a cpuset", read)?.map_err(|source| DaemonError::Host {
             doing: "reading the cpuset of",
             container: container.label(),
-            source: Box::new(source.into()),
+            source: Box::new(source),
         })
     }
 
@@ -86,7 +81,7 @@ impl Handle {
         };
         self.start_migration(&from, &to, mode)?;
         if journal == Journal::EachMove {
-            self.shared.persist().await?;
+            self.core.persist().await?;
         }
         self.event(
             EventKind::MigrationStarted,
@@ -115,7 +110,7 @@ impl Handle {
                     "move stopped by shutdown half-way; the next start settles it"
                 );
                 if journal == Journal::EachMove {
-                    self.shared.persist().await?;
+                    self.core.persist().await?;
                 }
                 return Err(DaemonError::StoppedHalfway {
                     container: rec.name,
@@ -147,7 +142,7 @@ impl Handle {
                     _ => Outcome::Failed,
                 };
                 self.count_migration(outcome, None);
-                self.shared.metrics.error("enact");
+                self.core.telemetry.metrics.error("enact");
                 Err(DaemonError::Host {
                     doing: "moving",
                     container: rec.name.clone(),
@@ -157,7 +152,7 @@ impl Handle {
         };
         self.set_state(after, "");
         if journal == Journal::EachMove {
-            self.shared.persist().await?;
+            self.core.persist().await?;
         }
         if let Ok(o) = &outcome {
             self.event(
@@ -187,7 +182,7 @@ impl Handle {
         // not thaw it behind their back.
         let frozen = matches!(mode, Mode::Fast { freeze: true, .. }) && {
             let cg = self.with(|e| e.container.cgroup.clone())?;
-            !self.shared.host.cgroups().is_frozen(&cg).unwrap_or(false)
+            !self.core.node.host.is_frozen(&cg).unwrap_or(false)
         };
         self.with(|e| {
             if e.record.original.is_none() {
@@ -228,14 +223,14 @@ impl Handle {
         });
         let opts = ApplyOptions {
             cancel: Some(cancel),
-            hold: self.shared.migration_hold.clone(),
+            hold: self.core.node.migration_hold.clone(),
             ..Default::default()
         };
-        let shared = self.shared.clone();
+        let core = self.core.clone();
         let (cpus, mems, mode) = (to.cpus.clone(), to.mems.clone(), mode.clone());
         let r = tokio::task::spawn_blocking(move || {
             let _in_host = in_host;
-            shared
+            core.node
                 .host
                 .apply_with(&container, &cpus, &mems, &mode, &opts)
         })
@@ -261,21 +256,26 @@ impl Handle {
             matches!(e.record.policy, Policy::Aggressive)
         })?;
         // On v2 the container's cpuset files may exist only from this move on.
-        self.shared.watch_list.notify_one();
+        self.core.containers.watch_list.notify_one();
         // What nobody holds changed: aggressive containers share it anew (and leave units
         // this one now holds).
         if !sharer {
-            self.shared.wake_sharers(&self.id);
+            self.core.containers.wake_sharers(&self.id);
         }
         self.count_migration(Outcome::Ok, Some((bytes, elapsed)));
-        self.shared.metrics.per_container.moved(&self.id, bytes);
-        self.shared
+        self.core
+            .telemetry
+            .metrics
+            .per_container
+            .moved(&self.id, bytes);
+        self.core
+            .node
             .learn_migration_speed(bytes, report.migration.duration.as_secs_f64());
         Ok(())
     }
 
     fn count_migration(&self, outcome: Outcome, moved: Option<(u64, Duration)>) {
-        let m = &self.shared.metrics;
+        let m = &self.core.telemetry.metrics;
         m.migrations.get_or_create(&OutcomeLabel { outcome }).inc();
         if let Some((bytes, elapsed)) = moved {
             m.migration_bytes.inc_by(bytes);

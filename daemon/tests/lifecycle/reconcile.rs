@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use placed::lifecycle::{Event, EventKind, PlaceTarget};
-use placed::state::{Assigned, ContainerRecord, Lifecycle, VcpuSource};
+use placed::state::{Assigned, ContainerRecord, Lifecycle};
 use placed::telemetry::ActionLabel;
 use placed_core::cpuset::{CpuSet, NodeSet};
 use placed_core::placement::Placement;
@@ -273,31 +273,23 @@ async fn reassert_writes_the_placement_back_until_the_limit_then_gives_up() {
 /// A container a previous run placed in `p`.
 fn placed_record(p: &Placement, on_override: Option<OnOverride>) -> ContainerRecord {
     ContainerRecord {
-        id: cg("c"),
-        name: "c".into(),
-        runtime: "cgroup".into(),
-        runtime_id: cg("c"),
-        vcpus: 4,
-        vcpus_source: VcpuSource::Request,
-        policy: Policy::Pinned {
-            placement: p.id.clone(),
-        },
         state: Lifecycle::Watched,
-        detail: String::new(),
-        original: None,
         assigned: Some(Assigned {
             placement: Some(p.id.clone()),
             units: p.units.clone(),
             cpus: p.cpus.clone(),
             mems: p.mems.clone(),
         }),
-        migration: None,
-        resume: None,
         metric: pushed(),
-        prediction: None,
-        updated_unix_ms: 0,
         on_override,
-        overridden: None,
+        ..ContainerRecord::new(
+            &cg("c"),
+            "c",
+            4,
+            Policy::Pinned {
+                placement: p.id.clone(),
+            },
+        )
     }
 }
 
