@@ -11,12 +11,12 @@ use placed_host::migrate::Mode;
 use placed_host::observe::{PushedError, SourceSpec};
 
 use super::daemon::Daemon;
-use super::decide::already_there;
 use super::entry::Entry;
 use super::entry::usable_prediction;
 use super::error::{DaemonError, joined};
 use super::events::now_ms;
 use super::handle::Handle;
+use super::joint::join_or_start;
 use super::models::LoadedModel;
 use super::register::{Registered, register};
 use super::requests::{
@@ -166,7 +166,15 @@ impl Daemon {
         if let Some(p) = handle.with(|e| e.record.prediction.clone())? {
             return Ok(p);
         }
-        handle.predict_now().await
+        // Concurrent requests share one evaluation, which goes on if its callers give up.
+        let predicting = handle.clone();
+        join_or_start(
+            &handle,
+            |e| &mut e.predicting,
+            "predict".to_owned(),
+            async move { predicting.predict_now().await },
+        )
+        .await
     }
 
     /// What a policy (the container's own by default) would choose, without moving it.
@@ -186,7 +194,7 @@ impl Daemon {
                 policy: policy.name(),
             })?;
         let decision = handle.worth_moving(&record, &target).await;
-        let would_move = decision.worth_it && !already_there(&record, &target);
+        let would_move = decision.worth_it && !handle.is_at(&record, &target).await;
         Ok(Recommendation {
             container: record.name,
             would_move,
@@ -208,7 +216,15 @@ impl Daemon {
             let v = handle.with(|e| e.record.vcpus)?;
             self.check_pinned(Some(p), v)?;
         }
-        handle.place_now(target, mode).await
+        // The move goes on if its caller gives up (a client's deadline is no reason to
+        // leave a container half-moved), and a request for the same joins it instead of
+        // ordering a second move behind it.
+        let key = format!("place {target:?} {mode:?}");
+        let placing = handle.clone();
+        join_or_start(&handle, |e| &mut e.placing, key, async move {
+            placing.place_now(target, mode).await
+        })
+        .await
     }
 
     /// A performance sample pushed for a container whose metric source is `pushed`.
@@ -261,6 +277,7 @@ impl Daemon {
                 .unwrap_or_default()
                 .into_iter()
                 .chain(models.iter().filter_map(below_gate_warning))
+                .chain(s.models.refused())
                 .collect(),
         }
     }

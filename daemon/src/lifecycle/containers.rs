@@ -24,6 +24,10 @@ pub(crate) struct Containers {
     /// The managed containers, or where their cpuset files are, changed: the cpuset
     /// watches are brought up to date.
     pub watch_list: Notify,
+    /// Containers whose cpuset must be checked against their record (a move failed on
+    /// them), and the signal that there are some: the reconciliation checks them.
+    rechecks: Mutex<BTreeSet<String>>,
+    pub recheck_wanted: Notify,
 }
 
 impl Containers {
@@ -37,6 +41,23 @@ impl Containers {
     /// The containers handed back, which discovery leaves alone.
     pub fn unmanaged(&self) -> MutexGuard<'_, BTreeSet<String>> {
         self.unmanaged.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Asks for the container's cpuset to be checked against its record, once whatever
+    /// holds it now has ended.
+    pub fn request_check(&self, id: &str) {
+        self.rechecks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.to_owned());
+        self.recheck_wanted.notify_one();
+    }
+
+    /// The containers asked to be checked since the last call.
+    pub fn take_rechecks(&self) -> Vec<String> {
+        std::mem::take(&mut *self.rechecks.lock().unwrap_or_else(|p| p.into_inner()))
+            .into_iter()
+            .collect()
     }
 
     /// Wakes every aggressive container but `except`, to be placed again: they share only

@@ -59,14 +59,14 @@ impl Core {
             tracing::warn!("{w}");
             warnings.push(w);
         }
-        let models = ModelLibrary::new(config.daemon.model_dir.clone());
+        let models = ModelLibrary::new(config.daemon.model_dir.clone(), env.pmu);
         let store = StateStore::new(config.daemon.state_file.clone());
         let events = Events::with_history(config.grpc.watch_history);
         Ok(Arc::new(Self {
             settings: Settings::new(config)?,
             node: Node::new(env.machine, env.host, env.pmu, env.migration_hold),
             containers: Containers::default(),
-            persistence: Arc::new(Persistence::new(store)),
+            persistence: Arc::new(Persistence::new(store, metrics.state_writes.clone())),
             telemetry: Telemetry::new(events, metrics),
             models,
             cancel: CancellationToken::new(),

@@ -58,13 +58,6 @@ pub(crate) fn predicted_list(p: &PredictionRecord) -> Vec<Predicted> {
         .collect()
 }
 
-/// Whether the container already runs where `target` would put it.
-pub(crate) fn already_there(rec: &ContainerRecord, target: &Target) -> bool {
-    rec.assigned
-        .as_ref()
-        .is_some_and(|a| a.cpus == target.cpus && a.mems == target.mems && a.units == target.units)
-}
-
 fn unmoved(rec: &ContainerRecord, why: &str) -> PlaceOutcome {
     let (placement, cpus, mems) = match &rec.assigned {
         Some(a) => (a.placement.clone(), a.cpus.clone(), a.mems.clone()),
@@ -139,7 +132,8 @@ impl Handle {
             return Ok(unmoved(&rec, "observe policy: never moved"));
         };
         let decision = self.worth_moving(&rec, &target).await;
-        let reason = match verdict(why, already_there(&rec, &target), &target, &decision) {
+        let here = self.is_at(&rec, &target).await;
+        let reason = match verdict(why, here, &target, &decision) {
             Ok(reason) => reason,
             Err(stays) => {
                 self.set_state(Lifecycle::Watched, &stays);

@@ -14,6 +14,8 @@ use placed_host::containers::Container;
 use placed_host::observe::Reporter;
 
 use super::error::DaemonError;
+use super::inflight::InFlight;
+use super::requests::PlaceOutcome;
 
 /// One managed container.
 #[derive(Debug)]
@@ -45,8 +47,15 @@ pub struct Entry {
     /// When placed last wrote its placement back after outside changes (the write-back
     /// limit counts them); cleared when it is placed again.
     pub reasserts: Vec<tokio::time::Instant>,
-    /// A check of its cpuset is queued or running: a second is not started.
+    /// The `Place` in flight, which a request for the same joins.
+    pub placing: Option<InFlight<PlaceOutcome>>,
+    /// The on-demand prediction in flight, which concurrent `Predict`s join.
+    pub predicting: Option<InFlight<PredictionRecord>>,
+    /// A check of its cpuset is queued or running: a second is not started...
     pub check_pending: bool,
+    /// ... but asked for meanwhile, it runs again when the first ends (the first may have
+    /// read the cpuset before the write that asked).
+    pub check_again: bool,
 }
 
 /// Held while an operation runs.
@@ -77,7 +86,10 @@ impl Entry {
             wake: Arc::new(Notify::new()),
             settings: 0,
             reasserts: Vec::new(),
+            placing: None,
+            predicting: None,
             check_pending: false,
+            check_again: false,
         }
     }
 

@@ -23,6 +23,8 @@
 //! - `entry` and `containers`: the managed containers in memory, one operation at a time
 //!   each; the ones handed back.
 //! - `persistence`: the state file, written from snapshots, coalescing queued saves.
+//! - `inflight`: an operation in flight that a second caller may join; `joint` (with the
+//!   steps, below) starts or joins one.
 //! - `telemetry`: events and metrics.
 //! - `models`: the model files, by machine class and vCPU count.
 //! - `core`: the rooms put together, and what spans them (a save, forgetting a container).
@@ -61,7 +63,9 @@ pub mod error;
 mod evaluate;
 pub mod events;
 mod handle;
+mod inflight;
 mod inotify;
+mod joint;
 mod measure;
 mod models;
 mod moving;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::state::{Assigned, Cpuset, Lifecycle, Migration};
+use crate::state::{Assigned, ContainerRecord, Cpuset, Lifecycle, Migration};
 use crate::telemetry::{Outcome, OutcomeLabel};
 use placed_core::policy::{Policy, Target};
 use placed_host::cgroup::CpusetState;
@@ -37,6 +37,18 @@ fn state_after_move(before: Lifecycle) -> Lifecycle {
     }
 }
 
+/// A move's target that puts a container back on an assignment it had.
+pub(crate) fn target_at(a: Assigned, reason: &str) -> Target {
+    Target {
+        placement: a.placement,
+        units: a.units,
+        cpus: a.cpus,
+        mems: a.mems,
+        predicted: None,
+        reason: reason.to_owned(),
+    }
+}
+
 fn label(a: &Assigned) -> String {
     match &a.placement {
         Some(p) => p.clone(),
@@ -58,6 +70,19 @@ impl Handle {
             container: container.label(),
             source: Box::new(source),
         })
+    }
+
+    /// Whether the container is where `target` would put it: its record says so and the
+    /// kernel holds those sets. The record alone once answered "already in place" for a
+    /// container whose cpuset the kernel had changed (issue 28).
+    pub async fn is_at(&self, rec: &ContainerRecord, target: &Target) -> bool {
+        let recorded = rec.assigned.as_ref().is_some_and(|a| {
+            a.cpus == target.cpus && a.mems == target.mems && a.units == target.units
+        });
+        recorded
+            && self.current_cpuset().await.is_ok_and(|now| {
+                now.effective_cpus == target.cpus && now.effective_mems == target.mems
+            })
     }
 
     /// Moves the container to `target`.
@@ -134,6 +159,9 @@ impl Handle {
             }
             Err(e) => {
                 let _ = self.with(|entry| entry.record.migration = None);
+                // Whatever the rollback achieved, the kernel is read again once this
+                // operation ends, and a difference from the record handled.
+                self.core.containers.request_check(&self.id);
                 let outcome = match &e {
                     placed_host::enact::Error::Failed {
                         rollback: Rollback::Restored,

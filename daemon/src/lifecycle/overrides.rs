@@ -4,14 +4,13 @@
 
 use crate::state::{Assigned, ContainerRecord, Cpuset, OverrideRecord};
 use crate::telemetry::ActionLabel;
-use placed_core::policy::Target;
 use placed_core::reconcile::{Action, Backoff, Difference, OnOverride, compare};
 
 use super::core::Core;
 use super::error::{DaemonError, joined};
 use super::events::{Event, EventKind, now_ms};
 use super::handle::Handle;
-use super::moving::Journal;
+use super::moving::{Journal, target_at};
 
 /// What a check finds, from the record and the sets in effect.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,13 +71,19 @@ async fn found(handle: &Handle) -> Result<Option<Cpuset>, DaemonError> {
 }
 
 /// Compares the container's cpuset with its record and acts on a difference. A first look
-/// takes no lock (most checks find the container where placed put it); a difference is
-/// looked at again under the container's operation lock, after any move in progress.
+/// takes no lock (most checks find the container where placed put it); a difference, or a
+/// move in progress, is looked at again under the container's operation lock, once the
+/// move has ended: a write seen while placed itself was moving the container may be
+/// someone else's, and a move that failed may have left the kernel elsewhere than its
+/// record (issue 28: after a rollback while systemd rewrote the cpuset, the record and the
+/// kernel disagreed until a restart).
 pub(crate) async fn check(handle: &Handle) -> Result<(), DaemonError> {
     let Some(now) = found(handle).await? else {
         return Ok(());
     };
-    if verdict(&handle.record()?, &now) == Verdict::Agrees {
+    let rec = handle.record()?;
+    handle.core.telemetry.metrics.cpuset_checks.inc();
+    if settled_at_first_look(&rec, &now) {
         return Ok(());
     }
     let _guard = handle.begin("checking its cpuset").await?;
@@ -102,13 +107,59 @@ pub(crate) async fn check(handle: &Handle) -> Result<(), DaemonError> {
     }
 }
 
+/// Whether a check can stop at its first look, without the container's lock: the container
+/// is where its record says and no move of placed's is in flight. A write seen during a
+/// move may be someone else's, and the move may yet fail and leave the kernel elsewhere
+/// than the record: such a check looks again once the move has ended.
+fn settled_at_first_look(rec: &ContainerRecord, found: &Cpuset) -> bool {
+    let in_flight = rec.migration.is_some() || rec.resume.is_some();
+    !in_flight && verdict(rec, found) == Verdict::Agrees
+}
+
 /// Reports an override and applies the container's policy to it. The caller holds the
 /// container's operation lock.
 async fn act(handle: &Handle, rec: &ContainerRecord, d: Difference) -> Result<(), DaemonError> {
     let core = &handle.core;
-    let config = core.settings.config();
-    let policy = rec.on_override.unwrap_or(config.policy.on_override);
-    let action = match policy {
+    let action = choose(handle, rec)?;
+    let adoption = (action == Action::Adopted).then(|| adopted(core, rec, &d.found));
+    let record = OverrideRecord {
+        expected: d.expected.clone(),
+        found: d.found.clone(),
+        action,
+        unix_ms: now_ms(),
+    };
+    report(core, rec, &d, &record, adoption.as_ref());
+    match (action, adoption) {
+        (Action::Reasserted, _) => {
+            let Some(a) = rec.assigned.clone() else {
+                return Ok(());
+            };
+            let target = target_at(a, "written back after a change outside placed");
+            let mode = core.settings.migration_mode();
+            handle.move_to(&target, &mode, Journal::EachMove).await?;
+            // The move ends what an earlier override held; this one stays on record.
+            handle.with(|e| e.record.overridden = Some(record))?;
+            handle.set_state(rec.state, &rec.detail);
+        }
+        (Action::Adopted, Some(assigned)) => {
+            let freed = handle.with(|e| {
+                let before = e.record.assigned.replace(assigned.clone());
+                e.record.overridden = Some(record);
+                before.is_some_and(|b| b.units != assigned.units)
+            })?;
+            if freed {
+                core.containers.wake_sharers(&rec.id);
+            }
+        }
+        _ => handle.with(|e| e.record.overridden = Some(record))?,
+    }
+    core.persist().await
+}
+
+/// What the container's override policy does with a change now.
+fn choose(handle: &Handle, rec: &ContainerRecord) -> Result<Action, DaemonError> {
+    let config = handle.core.settings.config();
+    Ok(match rec.on_override.unwrap_or(config.policy.on_override) {
         OnOverride::Leave => Action::Left,
         OnOverride::Adopt => Action::Adopted,
         // Once given up, it stays given up until the operator places the container again.
@@ -129,11 +180,22 @@ async fn act(handle: &Handle, rec: &ContainerRecord, d: Difference) -> Result<()
                 Action::GaveUp
             }
         }
-    };
-    let adoption = (action == Action::Adopted).then(|| adopted(core, rec, &d.found));
+    })
+}
+
+/// Says what happened, in the log, the metrics and an `Overridden` event.
+fn report(
+    core: &Core,
+    rec: &ContainerRecord,
+    d: &Difference,
+    record: &OverrideRecord,
+    adoption: Option<&Assigned>,
+) {
+    let policy = &core.settings.config().policy;
+    let action = record.action;
     let what = match action {
         Action::Reasserted => "writing its placement back".to_owned(),
-        Action::Adopted => match adoption.as_ref().and_then(|a| a.placement.as_deref()) {
+        Action::Adopted => match adoption.and_then(|a| a.placement.as_deref()) {
             Some(p) => format!(
                 "adopted as placement {p}; placed no longer moves it until it is placed again"
             ),
@@ -145,15 +207,9 @@ async fn act(handle: &Handle, rec: &ContainerRecord, d: Difference) -> Result<()
         Action::Left => "left as it is (on-override leave)".to_owned(),
         Action::GaveUp => format!(
             "not written back: the limit of {} write-backs in {} s is spent (another controller keeps changing it); placed no longer moves it until it is placed again",
-            config.policy.reassert_limit,
-            config.policy.reassert_window.as_secs()
+            policy.reassert_limit,
+            policy.reassert_window.as_secs()
         ),
-    };
-    let record = OverrideRecord {
-        expected: d.expected.clone(),
-        found: d.found.clone(),
-        action,
-        unix_ms: now_ms(),
     };
     let message = format!("cpuset changed outside placed: {d}; {what}");
     tracing::warn!(
@@ -163,59 +219,23 @@ async fn act(handle: &Handle, rec: &ContainerRecord, d: Difference) -> Result<()
         action = action.name(),
         "{message}"
     );
-    core.telemetry.metrics.per_container.overridden(&rec.id);
-    core.telemetry
-        .metrics
+    let metrics = &core.telemetry.metrics;
+    metrics.per_container.overridden(&rec.id);
+    metrics
         .overrides
         .get_or_create(&ActionLabel {
             action: action.name().into(),
         })
         .inc();
-    let placement = rec.assigned.as_ref().and_then(|a| a.placement.clone());
-    core.telemetry.events.send(Event {
+    core.telemetry.send(Event {
         unix_ms: record.unix_ms,
         container: rec.id.clone(),
         kind: EventKind::Overridden,
         state: rec.state,
-        placement,
+        placement: rec.assigned.as_ref().and_then(|a| a.placement.clone()),
         message,
         cpuset_override: Some(record.clone()),
     });
-    match action {
-        Action::Reasserted => {
-            let Some(a) = rec.assigned.clone() else {
-                return Ok(());
-            };
-            let target = Target {
-                placement: a.placement,
-                units: a.units,
-                cpus: a.cpus,
-                mems: a.mems,
-                predicted: None,
-                reason: "written back after a change outside placed".into(),
-            };
-            let mode = core.settings.migration_mode();
-            handle.move_to(&target, &mode, Journal::EachMove).await?;
-            // The move ends what an earlier override held; this one stays on record.
-            handle.with(|e| e.record.overridden = Some(record))?;
-            handle.set_state(rec.state, &rec.detail);
-        }
-        Action::Adopted => {
-            let assigned = adoption.unwrap_or_else(|| adopted(core, rec, &d.found));
-            let freed = handle.with(|e| {
-                let before = e.record.assigned.replace(assigned.clone());
-                e.record.overridden = Some(record);
-                before.is_some_and(|b| b.units != assigned.units)
-            })?;
-            if freed {
-                core.containers.wake_sharers(&rec.id);
-            }
-        }
-        Action::Left | Action::GaveUp => {
-            handle.with(|e| e.record.overridden = Some(record))?;
-        }
-    }
-    core.persist().await
 }
 
 /// The placement an adopted cpuset stands for: the important placement for the container's
@@ -326,6 +346,32 @@ mod tests {
         let mut measuring = placed("0-3", "0");
         measuring.resume = measuring.assigned.clone();
         assert_eq!(verdict(&measuring, &sets("16-19", "1")), Verdict::Agrees);
+    }
+
+    #[test]
+    fn a_check_during_a_move_looks_again_once_the_move_has_ended() {
+        let mut moving = placed("0-3", "0");
+        moving.migration = Some(Migration {
+            from: sets("0-3", "0"),
+            to: moving.assigned.clone().unwrap(),
+            started_unix_ms: 0,
+            frozen: false,
+        });
+        // Someone else's write during the move agrees with nothing, but is not dropped.
+        assert_eq!(verdict(&moving, &sets("8-11", "0")), Verdict::Agrees);
+        assert!(!settled_at_first_look(&moving, &sets("8-11", "0")));
+        let mut measuring = placed("0-3", "0");
+        measuring.resume = measuring.assigned.clone();
+        assert!(!settled_at_first_look(&measuring, &sets("0-3", "0")));
+        // Where placed put it, nothing in flight: settled.
+        assert!(settled_at_first_look(
+            &placed("0-3", "0"),
+            &sets("0-3", "0")
+        ));
+        assert!(!settled_at_first_look(
+            &placed("0-3", "0"),
+            &sets("0-7", "0")
+        ));
     }
 
     #[test]

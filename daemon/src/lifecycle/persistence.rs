@@ -11,6 +11,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use prometheus_client::metrics::counter::Counter;
+
 use crate::state::{State, StateError, StateStore};
 
 use super::error::{DaemonError, joined};
@@ -28,18 +30,18 @@ pub(crate) struct Persistence {
     /// the newest state. Held by a task of its own for the whole write, so that a caller
     /// that gives up (a cancelled request) cannot let a second write start beside the first.
     order: tokio::sync::Mutex<()>,
-    /// Writes made, for tests and the daemon's own metrics.
-    writes: AtomicU64,
+    /// Writes made (`placed_state_writes_total`).
+    writes: Counter,
 }
 
 impl Persistence {
-    pub fn new(store: StateStore) -> Self {
+    pub fn new(store: StateStore, writes: Counter) -> Self {
         Self {
             store,
             asked: AtomicU64::new(0),
             written: Mutex::new((0, None)),
             order: tokio::sync::Mutex::new(()),
-            writes: AtomicU64::new(0),
+            writes,
         }
     }
 
@@ -65,7 +67,7 @@ impl Persistence {
             let state = snapshot();
             let store = this.store.clone();
             let result = tokio::task::spawn_blocking(move || store.save(&state)).await;
-            this.writes.fetch_add(1, Ordering::Relaxed);
+            this.writes.inc();
             let error = match result {
                 Ok(Ok(())) => None,
                 Ok(Err(e)) => Some(Arc::new(e)),
@@ -88,7 +90,7 @@ impl Persistence {
     /// Writes made so far.
     #[cfg(test)]
     pub fn writes(&self) -> u64 {
-        self.writes.load(Ordering::Relaxed)
+        self.writes.get()
     }
 
     /// The outcome of the write that covered generation `wanted`, if one did.
@@ -116,7 +118,7 @@ mod tests {
     async fn saves_queued_behind_a_write_are_covered_by_one_write_of_the_newest_state() {
         let dir = tempfile::tempdir().unwrap();
         let store = StateStore::new(dir.path().join("state.json"));
-        let p = Arc::new(Persistence::new(store.clone()));
+        let p = Arc::new(Persistence::new(store.clone(), Counter::default()));
         // What the registry would hold: each caller changes it, then saves.
         let changes = Arc::new(AtomicUsize::new(0));
         // A write in progress: every save below queues behind it, as the saves of calls

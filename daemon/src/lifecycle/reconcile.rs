@@ -43,25 +43,37 @@ impl Reconciler {
         Self { core: core.clone() }
     }
 
-    /// Starts its task, which ends when the daemon stops; without inotify the resync's
-    /// comparison is the only way in.
+    /// Starts its task, which ends when the daemon stops. Without inotify, the resync's
+    /// comparison and the checks asked for after failed moves are the only ways in.
     pub fn start(self) {
-        let Some(notifier) = Notifier::new() else {
+        let notifier = Notifier::new();
+        if notifier.is_none() {
             tracing::warn!(
                 "no inotify: cpusets changed outside placed are noticed at the next resync only"
             );
-            return;
-        };
+        }
         let core = self.core;
         let tracker = core.tasks.clone();
         tracker.spawn(async move {
             let mut watches = Watches::default();
             loop {
-                watches.sync(&core, &notifier);
+                if let Some(n) = &notifier {
+                    watches.sync(&core, n);
+                }
                 tokio::select! {
                     _ = core.cancel.cancelled() => return,
                     _ = core.containers.watch_list.notified() => {}
-                    wds = notifier.next() => {
+                    _ = core.containers.recheck_wanted.notified() => {
+                        for id in core.containers.take_rechecks() {
+                            spawn_check(&core, &id);
+                        }
+                    }
+                    wds = async {
+                        match &notifier {
+                            Some(n) => n.next().await,
+                            None => std::future::pending().await,
+                        }
+                    } => {
                         // systemd and docker write cpus and mems one after the other: one
                         // check for both, not an override for each half.
                         tokio::time::sleep(DEBOUNCE).await;
@@ -147,12 +159,19 @@ pub(crate) fn check_all(core: &Arc<Core>) {
     }
 }
 
-/// Checks one container in a task of its own (it may wait for an operation to end); a
-/// container with a check pending gets no second one.
+/// Checks one container in a task of its own (it may wait for an operation to end). A
+/// container with a check pending gets no second one beside it, but one more after it when
+/// asked meanwhile: the pending check may have read the cpuset before the write that asked.
 fn spawn_check(core: &Arc<Core>, id: &str) {
     let handle = Handle::new(core.clone(), id.to_owned());
     let first = handle
-        .with(|e| !std::mem::replace(&mut e.check_pending, true))
+        .with(|e| {
+            let first = !std::mem::replace(&mut e.check_pending, true);
+            if !first {
+                e.check_again = true;
+            }
+            first
+        })
         .unwrap_or(false);
     if !first {
         return;
@@ -160,16 +179,27 @@ fn spawn_check(core: &Arc<Core>, id: &str) {
     let tracker = core.tasks.clone();
     let cancel = core.cancel.clone();
     tracker.spawn(async move {
-        tokio::select! {
-            _ = cancel.cancelled() => {}
-            r = overrides::check(&handle) => {
-                if let Err(e) = r {
-                    if !handle.vanished() {
-                        tracing::warn!(container = %handle.id, error = %e.line(), "checking its cpuset failed");
+        loop {
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                r = overrides::check(&handle) => {
+                    if let Err(e) = r {
+                        if !handle.vanished() {
+                            tracing::warn!(container = %handle.id, error = %e.line(), "checking its cpuset failed");
+                        }
                     }
                 }
             }
+            let again = handle
+                .with(|e| {
+                    let again = std::mem::take(&mut e.check_again);
+                    e.check_pending = again;
+                    again
+                })
+                .unwrap_or(false);
+            if !again {
+                return;
+            }
         }
-        let _ = handle.with(|e| e.check_pending = false);
     });
 }
