@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use placectl::client::{self, Target};
 use placed::state::{
     ContainerRecord, Lifecycle, ObservationRecord, PredictedRecord, PredictionRecord, State,
-    StateStore, VcpuSource,
+    StateStore,
 };
 use placed_core::cpuset::{CpuSet, NodeSet};
 use placed_core::machine::{Machine, TopologySource};
@@ -183,19 +183,7 @@ fn seeded_state(machine: &Machine, ids: &[(String, String)], placement: &str) ->
         containers: ids
             .iter()
             .map(|(id, name)| ContainerRecord {
-                id: id.clone(),
-                name: name.clone(),
-                runtime: "cgroup".into(),
-                runtime_id: id.clone(),
-                vcpus: 1,
-                vcpus_source: VcpuSource::Request,
-                policy: Policy::Observe,
                 state: Lifecycle::Watched,
-                detail: String::new(),
-                original: None,
-                assigned: None,
-                migration: None,
-                resume: None,
                 metric: Some(placed_host::observe::SourceSpec::Pushed { counter: false }),
                 prediction: Some(PredictionRecord {
                     model_id: "bench-simulated".into(),
@@ -226,9 +214,7 @@ fn seeded_state(machine: &Machine, ids: &[(String, String)], placement: &str) ->
                     novel: false,
                     third: None,
                 }),
-                updated_unix_ms: 0,
-                on_override: None,
-                overridden: None,
+                ..ContainerRecord::new(id, name, 1, Policy::Observe)
             })
             .collect(),
     }

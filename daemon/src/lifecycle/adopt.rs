@@ -9,19 +9,21 @@
 
 use std::sync::Arc;
 
-use crate::state::{ContainerRecord, Cpuset, Lifecycle};
+use crate::state::{ContainerRecord, Lifecycle};
 use placed_core::fault::Fault;
 use placed_host::containers::Container;
-use placed_host::migrate::Mode;
 
+use super::core::Core;
+use super::environment::StartError;
 use super::events::{Event, EventKind, now_ms};
 use super::handle::Handle;
-use super::shared::Shared;
-use super::{StartError, task};
+use super::overrides;
+use super::settle::settle_interrupted;
+use super::task;
 
-pub(super) async fn restore(shared: &Arc<Shared>) -> Result<(), StartError> {
-    let store = shared.store.clone();
-    let fingerprint = shared.machine.fingerprint().to_owned();
+pub(crate) async fn restore(core: &Arc<Core>) -> Result<(), StartError> {
+    let store = core.persistence.store().clone();
+    let fingerprint = core.node.machine.fingerprint().to_owned();
     let loaded = tokio::task::spawn_blocking(move || store.load(&fingerprint))
         .await
         .map_err(|source| StartError::Task {
@@ -32,16 +34,18 @@ pub(super) async fn restore(shared: &Arc<Shared>) -> Result<(), StartError> {
     let Some(state) = loaded else {
         return Ok(());
     };
-    crate::state::validate(&state, &shared.machine, shared.store.path())
+    crate::state::validate(&state, &core.node.machine, core.persistence.store().path())
         .map_err(StartError::State)?;
     // Still handed back; discovery drops those that have disappeared.
-    shared.unmanaged().extend(state.unmanaged.iter().cloned());
+    core.containers
+        .unmanaged()
+        .extend(state.unmanaged.iter().cloned());
     let loaded = state.containers.clone();
     let mut adopted = Vec::new();
     let mut records = Vec::new();
     for rec in state.containers {
-        let task_shared = shared.clone();
-        let settled = tokio::task::spawn_blocking(move || settle(&task_shared, rec))
+        let task_core = core.clone();
+        let settled = tokio::task::spawn_blocking(move || settle(&task_core, rec))
             .await
             .map_err(|source| StartError::Task {
                 doing: "adopting a container",
@@ -50,7 +54,7 @@ pub(super) async fn restore(shared: &Arc<Shared>) -> Result<(), StartError> {
         let Some((rec, container, note)) = settled else {
             continue;
         };
-        shared.events.send(Event {
+        core.telemetry.events.send(Event {
             unix_ms: now_ms(),
             container: rec.id.clone(),
             kind: EventKind::State,
@@ -61,23 +65,23 @@ pub(super) async fn restore(shared: &Arc<Shared>) -> Result<(), StartError> {
         });
         let id = rec.id.clone();
         records.push(rec.clone());
-        let entry = shared.new_entry(rec, container);
-        shared.registry().entries.insert(id.clone(), entry);
+        let entry = core.new_entry(rec, container);
+        core.containers.registry().entries.insert(id.clone(), entry);
         adopted.push(id);
     }
-    shared.update_gauges();
+    core.update_gauges();
     if records == loaded {
         // Nothing changed: writing the same state again could only fail (a full disk) and
         // keep a daemon whose file is intact from serving.
         tracing::debug!("every container is where the state file says; not rewritten");
-    } else if let Err(e) = shared.persist().await {
+    } else if let Err(e) = core.persist().await {
         // The adopted state is in memory and the file still holds the previous run's:
         // serve, and say so; the next change writes it again.
         tracing::error!(error = %e.line(), "cannot write the state file after adoption; serving from memory");
     }
     for id in adopted {
-        let handle = Handle::new(shared.clone(), id);
-        if let Err(e) = super::reconcile::check(&handle).await {
+        let handle = Handle::new(core.clone(), id);
+        if let Err(e) = overrides::check(&handle).await {
             tracing::warn!(container = %handle.id, error = %e.line(), "checking its cpuset at start failed");
         }
         task::spawn(handle);
@@ -86,11 +90,8 @@ pub(super) async fn restore(shared: &Arc<Shared>) -> Result<(), StartError> {
 }
 
 /// Brings one record in line with the host. `None` when the container is gone.
-fn settle(
-    shared: &Shared,
-    mut rec: ContainerRecord,
-) -> Option<(ContainerRecord, Container, String)> {
-    let container = match shared.host.resolve(&rec.id) {
+fn settle(core: &Core, mut rec: ContainerRecord) -> Option<(ContainerRecord, Container, String)> {
+    let container = match core.node.host.resolve(&rec.id) {
         Ok(c) => c,
         Err(e) if e.fault() == Fault::NotFound => {
             tracing::info!(container = %rec.id, "gone since the last run; forgotten");
@@ -102,7 +103,7 @@ fn settle(
         }
     };
     let before = rec.clone();
-    let notes = settle_interrupted(shared, &container, &mut rec);
+    let notes = settle_interrupted(core, &container, &mut rec);
     // A cpuset changed outside placed while it was down is the reconciliation's to find
     // and handle (restore checks every adopted container before its task starts).
     rec.state = match rec.state {
@@ -125,73 +126,4 @@ fn settle(
         rec.detail.clone()
     };
     Some((rec, container, note))
-}
-
-/// Settles what an interrupted operation left on `rec`'s container: a move (thawed if it
-/// froze it, then on one whole cpuset: the target if the kernel holds it, else where it came
-/// from) and an on-demand prediction's way back. Clears both from the record; the notes say
-/// what was done. At start-up for the previous run's records, and by `Unmanage` for a
-/// container whose operation it stopped.
-pub(super) fn settle_interrupted(
-    shared: &Shared,
-    container: &Container,
-    rec: &mut ContainerRecord,
-) -> Vec<String> {
-    let cgroups = shared.host.cgroups();
-    let mut notes = Vec::new();
-    if let Some(m) = rec.migration.take() {
-        // A fast move freezes the container; if the daemon died then, the freeze stayed.
-        if m.frozen && cgroups.is_frozen(&container.cgroup).unwrap_or(false) {
-            match cgroups.set_frozen(&container.cgroup, false) {
-                Ok(()) => notes.push("thawed (left frozen by an interrupted move)".to_owned()),
-                Err(e) => notes.push(format!("COULD NOT THAW: {}", placed_core::text::Chain(&e))),
-            }
-        }
-        let now = cgroups.cpuset(&container.cgroup).ok();
-        let at = |c: &Cpuset| {
-            now.as_ref()
-                .is_some_and(|n| n.effective_cpus == c.cpus && n.effective_mems == c.mems)
-        };
-        let to = Cpuset {
-            cpus: m.to.cpus.clone(),
-            mems: m.to.mems.clone(),
-        };
-        if at(&to) {
-            rec.assigned = Some(m.to.clone());
-            notes.push("an interrupted move had completed".into());
-        } else if at(&m.from) {
-            notes.push("an interrupted move had not started; left where it was".into());
-        } else {
-            // Half-way (new CPUs, both nodes' memory): put it back where it came from.
-            match shared
-                .host
-                .apply(container, &m.from.cpus, &m.from.mems, &Mode::Kernel)
-            {
-                Ok(_) => notes.push(format!(
-                    "an interrupted move was undone (cpus {}, mems {})",
-                    m.from.cpus, m.from.mems
-                )),
-                Err(e) => notes.push(format!(
-                    "undoing an interrupted move failed: {}",
-                    placed_core::text::Chain(&e)
-                )),
-            }
-        }
-    }
-    if let Some(back) = rec.resume.take() {
-        match shared
-            .host
-            .apply(container, &back.cpus, &back.mems, &Mode::Kernel)
-        {
-            Ok(_) => {
-                notes.push("put back after an interrupted prediction".into());
-                rec.assigned = (!back.units.is_empty() || back.placement.is_some()).then_some(back);
-            }
-            Err(e) => notes.push(format!(
-                "could not put it back after a prediction: {}",
-                placed_core::text::Chain(&e)
-            )),
-        }
-    }
-    notes
 }

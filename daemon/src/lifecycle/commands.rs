@@ -10,15 +10,17 @@ use placed_core::reconcile::OnOverride;
 use placed_host::migrate::Mode;
 use placed_host::observe::{PushedError, SourceSpec};
 
-use super::decide::already_there;
+use super::daemon::Daemon;
+use super::entry::Entry;
+use super::entry::usable_prediction;
 use super::error::{DaemonError, joined};
-use super::evaluate::usable_prediction;
 use super::events::now_ms;
-use super::handle::{Handle, Registered};
+use super::handle::Handle;
+use super::joint::join_or_start;
 use super::models::LoadedModel;
-use super::registry::Entry;
-use super::{
-    ContainerView, Daemon, ManageRequest, PlaceOutcome, PlaceTarget, Recommendation, StatusView,
+use super::register::{Registered, register};
+use super::requests::{
+    ContainerView, ManageRequest, PlaceOutcome, PlaceTarget, Recommendation, StatusView,
 };
 
 fn view(e: &Entry, default: OnOverride) -> ContainerView {
@@ -39,17 +41,18 @@ impl Daemon {
         &self,
         v: usize,
     ) -> Result<Arc<placed_core::placement::PlacementSet>, DaemonError> {
-        self.shared.placements(v)
+        self.core.node.placements(v)
     }
 
     /// The override policy of containers that set none.
     fn on_override_default(&self) -> OnOverride {
-        self.shared.config().policy.on_override
+        self.core.settings.config().policy.on_override
     }
 
     pub fn containers(&self) -> Vec<ContainerView> {
         let default = self.on_override_default();
-        self.shared
+        self.core
+            .containers
             .registry()
             .entries
             .values()
@@ -58,20 +61,20 @@ impl Daemon {
     }
 
     pub fn container(&self, reference: &str) -> Result<ContainerView, DaemonError> {
-        let handle = self.shared.find(reference)?;
+        let handle = Handle::find(&self.core, reference)?;
         handle.with(|e| view(e, self.on_override_default()))
     }
 
     /// Takes a container under management, or changes its settings.
     pub async fn manage(&self, req: ManageRequest) -> Result<ContainerView, DaemonError> {
         self.check_manage(&req)?;
-        let handle = match self.shared.find(&req.container) {
+        let handle = match Handle::find(&self.core, &req.container) {
             Ok(h) => h,
             Err(_) => {
-                let shared = self.shared.clone();
+                let core = self.core.clone();
                 let reference = req.container.clone();
                 let resolved =
-                    tokio::task::spawn_blocking(move || shared.host.resolve(&reference)).await;
+                    tokio::task::spawn_blocking(move || core.node.host.resolve(&reference)).await;
                 let container = joined("finding a container", resolved)?.map_err(|source| {
                     DaemonError::Host {
                         doing: "finding",
@@ -87,13 +90,14 @@ impl Daemon {
                         "the root cgroup is never managed; name a container or a cgroup below the root",
                     ));
                 }
-                let (v, _) = super::handle::initial_vcpus(&self.shared, &container, Some(&req));
+                let (v, _) = super::register::initial_vcpus(&self.core, &container, Some(&req));
                 self.check_pinned(req.policy.as_ref(), v)?;
                 // Taken again after it was handed back: discovery follows it from now on.
-                self.shared
+                self.core
+                    .containers
                     .unmanaged()
                     .remove(&container.cgroup.to_string());
-                match Handle::register(&self.shared, container, Some(&req)).await? {
+                match register(&self.core, container, Some(&req)).await? {
                     // Registered with the requested settings before its task started.
                     Registered::New(h) => return h.with(|e| view(e, self.on_override_default())),
                     // Discovery got there first: change its settings like any other's.
@@ -111,7 +115,7 @@ impl Daemon {
         self.check_pinned(req.policy.as_ref(), v)?;
         let guard = handle.try_begin("changing its settings")?;
         handle.with(|entry| apply_settings(entry, &req))?;
-        let saved = self.shared.persist().await;
+        let saved = self.core.persist().await;
         drop(guard);
         saved?;
         handle.with(|e| view(e, self.on_override_default()))
@@ -130,13 +134,13 @@ impl Daemon {
         }
         if let Some(v) = req.vcpus {
             // Refuse a v with no placement now, not later in the task.
-            self.shared.placements(v)?;
+            self.core.node.placements(v)?;
         }
-        if matches!(&req.metric, Some(SourceSpec::Perf { .. })) && !self.shared.pmu {
+        if matches!(&req.metric, Some(SourceSpec::Perf { .. })) && !self.core.node.pmu {
             return Err(DaemonError::NoPmu);
         }
         if let Some(metric) = &req.metric {
-            self.shared.check_metric(metric, &req.container)?;
+            self.core.settings.check_metric(metric, &req.container)?;
         }
         Ok(())
     }
@@ -145,7 +149,7 @@ impl Daemon {
     /// and `Recommend` require: a container pinned to nothing stayed FAILED for good.
     fn check_pinned(&self, policy: Option<&Policy>, v: usize) -> Result<(), DaemonError> {
         if let Some(Policy::Pinned { placement }) = policy {
-            if self.shared.placements(v)?.get(placement).is_none() {
+            if self.core.node.placements(v)?.get(placement).is_none() {
                 return Err(DaemonError::UnknownPlacement {
                     placement: placement.clone(),
                     vcpus: v,
@@ -158,11 +162,19 @@ impl Daemon {
     /// The container's prediction: the last one, or a fresh one (which measures it in the
     /// model's baseline and probe placements, then puts it back).
     pub async fn predict(&self, reference: &str) -> Result<PredictionRecord, DaemonError> {
-        let handle = self.shared.find(reference)?;
+        let handle = Handle::find(&self.core, reference)?;
         if let Some(p) = handle.with(|e| e.record.prediction.clone())? {
             return Ok(p);
         }
-        handle.predict_now().await
+        // Concurrent requests share one evaluation, which goes on if its callers give up.
+        let predicting = handle.clone();
+        join_or_start(
+            &handle,
+            |e| &mut e.predicting,
+            "predict".to_owned(),
+            async move { predicting.predict_now().await },
+        )
+        .await
     }
 
     /// What a policy (the container's own by default) would choose, without moving it.
@@ -171,18 +183,18 @@ impl Daemon {
         reference: &str,
         policy: Option<Policy>,
     ) -> Result<Recommendation, DaemonError> {
-        let handle = self.shared.find(reference)?;
+        let handle = Handle::find(&self.core, reference)?;
         let record = handle.record()?;
         let policy = policy.unwrap_or_else(|| record.policy.clone());
         policy.validate().map_err(DaemonError::policy)?;
-        let set = self.shared.placements(record.vcpus)?;
+        let set = self.core.node.placements(record.vcpus)?;
         let target = handle
             .choose(&set, &policy, usable_prediction(&record))?
             .ok_or(DaemonError::NeverMoves {
                 policy: policy.name(),
             })?;
-        let decision = self.shared.worth_moving(&handle.id, &record, &target).await;
-        let would_move = decision.worth_it && !already_there(&record, &target);
+        let decision = handle.worth_moving(&record, &target).await;
+        let would_move = decision.worth_it && !handle.is_at(&record, &target).await;
         Ok(Recommendation {
             container: record.name,
             would_move,
@@ -198,13 +210,21 @@ impl Daemon {
         target: PlaceTarget,
         mode: Option<Mode>,
     ) -> Result<PlaceOutcome, DaemonError> {
-        let handle = self.shared.find(reference)?;
+        let handle = Handle::find(&self.core, reference)?;
         if let PlaceTarget::Policy(p) | PlaceTarget::Once(p) = &target {
             p.validate().map_err(DaemonError::policy)?;
             let v = handle.with(|e| e.record.vcpus)?;
             self.check_pinned(Some(p), v)?;
         }
-        handle.place_now(target, mode).await
+        // The move goes on if its caller gives up (a client's deadline is no reason to
+        // leave a container half-moved), and a request for the same joins it instead of
+        // ordering a second move behind it.
+        let key = format!("place {target:?} {mode:?}");
+        let placing = handle.clone();
+        join_or_start(&handle, |e| &mut e.placing, key, async move {
+            placing.place_now(target, mode).await
+        })
+        .await
     }
 
     /// A performance sample pushed for a container whose metric source is `pushed`.
@@ -215,7 +235,7 @@ impl Daemon {
         value: f64,
         taken: Option<std::time::SystemTime>,
     ) -> Result<(), DaemonError> {
-        let handle = self.shared.find(reference)?;
+        let handle = Handle::find(&self.core, reference)?;
         let (name, reporter, metric) = handle.with(|e| {
             (
                 e.record.name.clone(),
@@ -235,25 +255,21 @@ impl Daemon {
                 container: name,
                 source: Box::new(source),
             })?;
-        self.shared.metrics.metric_samples.inc();
+        self.core.telemetry.metrics.metric_samples.inc();
         Ok(())
     }
 
     pub fn status(&self) -> StatusView {
-        let s = &self.shared;
+        let s = &self.core;
         let models = s.models.all();
         StatusView {
-            fingerprint: s.machine.fingerprint().to_owned(),
+            fingerprint: s.node.machine.fingerprint().to_owned(),
             uptime: s.started.elapsed(),
-            counts: s.registry().counts(),
+            counts: s.containers.registry().counts(),
             models: models.clone(),
             across: s.models.all_across(),
-            state_file: s.store.path().display().to_string(),
-            cgroup: format!(
-                "{} ({})",
-                s.host.cgroups().root().display(),
-                s.host.cgroups().version()
-            ),
+            state_file: s.persistence.store().path().display().to_string(),
+            cgroup: s.node.host.cgroup_summary(),
             warnings: s
                 .warnings
                 .lock()
@@ -261,6 +277,7 @@ impl Daemon {
                 .unwrap_or_default()
                 .into_iter()
                 .chain(models.iter().filter_map(below_gate_warning))
+                .chain(s.models.refused())
                 .collect(),
         }
     }
@@ -322,7 +339,7 @@ fn apply_settings(entry: &mut Entry, req: &ManageRequest) {
     if changed {
         entry.settings += 1;
         // New settings place it anew, from where it really is.
-        super::reconcile::release(entry);
+        entry.release_override();
     }
     if changed || matches!(entry.record.state, Lifecycle::Waiting | Lifecycle::Failed) {
         entry.record.state = Lifecycle::Discovered;

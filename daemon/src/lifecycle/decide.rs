@@ -8,11 +8,12 @@ use placed_core::placement::PlacementSet;
 use placed_core::policy::{self, Policy, Predicted, Situation, Target};
 use placed_host::migrate::Mode;
 
+use super::entry::Entry;
+use super::entry::usable_prediction;
 use super::error::DaemonError;
-use super::evaluate::usable_prediction;
 use super::handle::Handle;
 use super::moving::Journal;
-use super::{PlaceOutcome, PlaceTarget};
+use super::requests::{PlaceOutcome, PlaceTarget};
 
 /// Who asked for a move.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,13 +56,6 @@ pub(crate) fn predicted_list(p: &PredictionRecord) -> Vec<Predicted> {
             measured: x.measured,
         })
         .collect()
-}
-
-/// Whether the container already runs where `target` would put it.
-pub(crate) fn already_there(rec: &ContainerRecord, target: &Target) -> bool {
-    rec.assigned
-        .as_ref()
-        .is_some_and(|a| a.cpus == target.cpus && a.mems == target.mems && a.units == target.units)
 }
 
 fn unmoved(rec: &ContainerRecord, why: &str) -> PlaceOutcome {
@@ -114,11 +108,11 @@ impl Handle {
         let predicted = prediction.map(predicted_list);
         let available = self.available_units();
         f(&Situation {
-            machine: &self.shared.machine,
+            machine: &self.core.node.machine,
             placements: set,
             available: &available,
             predictions: predicted.as_deref(),
-            goal_bound: self.shared.config().policy.goal_bound,
+            goal_bound: self.core.settings.config().policy.goal_bound,
         })
     }
 
@@ -137,18 +131,19 @@ impl Handle {
             self.set_state(Lifecycle::Watched, "observe policy: never moved");
             return Ok(unmoved(&rec, "observe policy: never moved"));
         };
-        let decision = self.shared.worth_moving(&self.id, &rec, &target).await;
-        let reason = match verdict(why, already_there(&rec, &target), &target, &decision) {
+        let decision = self.worth_moving(&rec, &target).await;
+        let here = self.is_at(&rec, &target).await;
+        let reason = match verdict(why, here, &target, &decision) {
             Ok(reason) => reason,
             Err(stays) => {
                 self.set_state(Lifecycle::Watched, &stays);
                 return Ok(unmoved(&rec, &stays));
             }
         };
-        let mode = mode.unwrap_or_else(|| self.shared.migration_mode());
+        let mode = mode.unwrap_or_else(|| self.core.settings.migration_mode());
         let outcome = self.move_to(&target, &mode, Journal::EachMove).await?;
         self.set_state(Lifecycle::Watched, &reason);
-        self.shared.persist().await?;
+        self.core.persist().await?;
         Ok(PlaceOutcome { reason, ..outcome })
     }
 
@@ -161,13 +156,13 @@ impl Handle {
     ) -> Result<PlaceOutcome, DaemonError> {
         let guard = self.try_begin("placing")?;
         // An order ends what an override held, from where the container really is.
-        self.with(super::reconcile::release)?;
+        self.with(Entry::release_override)?;
         let rec = self.record()?;
         let policy = match &target {
             PlaceTarget::Policy(p) | PlaceTarget::Once(p) => p.clone(),
             PlaceTarget::OwnPolicy => rec.policy.clone(),
         };
-        let set = self.shared.placements(rec.vcpus)?;
+        let set = self.core.node.placements(rec.vcpus)?;
         let prediction = usable_prediction(&rec).cloned();
         if matches!(policy, Policy::Model { .. }) && prediction.is_none() {
             if let Some(gated) = rec.prediction.as_ref().filter(|p| p.vcpus == rec.vcpus) {
@@ -177,7 +172,7 @@ impl Handle {
                         path: gated.model_path.clone(),
                         reason: reason.clone(),
                         vcpus: rec.vcpus,
-                        dir: self.shared.models.dir().display().to_string(),
+                        dir: self.core.models.dir().display().to_string(),
                     });
                 }
             }
@@ -199,7 +194,7 @@ impl Handle {
                 }
             });
         }
-        self.shared.persist().await?;
+        self.core.persist().await?;
         drop(guard);
         result
     }

@@ -9,66 +9,73 @@ use std::time::Duration;
 
 use nix::sys::inotify::AddWatchFlags;
 
-use crate::state::Lifecycle;
 use placed_core::fault::Fault;
 use placed_host::cgroup::CgroupPath;
 use placed_host::containers::Container;
 
-use super::events::{Event, EventKind, now_ms};
-use super::handle::Handle;
+use super::core::Core;
 use super::inotify::Notifier;
-use super::shared::Shared;
+use super::reconcile;
+use super::register::register;
 
 /// Changes arriving within this window are handled by one resync.
 const DEBOUNCE: Duration = Duration::from_millis(50);
 
-pub(super) fn start(shared: &Arc<Shared>) {
-    warn_missing(shared);
-    let shared = shared.clone();
-    let tracker = shared.tasks.clone();
-    tracker.spawn(async move {
-        let mut watcher = Watcher::new(&shared);
-        loop {
-            resync(&shared).await;
-            let interval = shared.config().containers.resync_interval;
-            tokio::select! {
-                _ = shared.cancel.cancelled() => return,
-                _ = tokio::time::sleep(interval) => {}
-                _ = watcher.changed() => tokio::time::sleep(DEBOUNCE).await,
+/// Discovery, as the daemon starts it: one task that resyncs at start, on every change in
+/// a watched directory, and every `containers.resync_interval`.
+#[derive(Debug)]
+pub(crate) struct Discovery {
+    core: Arc<Core>,
+}
+
+impl Discovery {
+    pub fn new(core: &Arc<Core>) -> Self {
+        Self { core: core.clone() }
+    }
+
+    /// Starts its task, which ends when the daemon stops.
+    pub fn start(self) {
+        let core = self.core;
+        warn_missing(&core);
+        let tracker = core.tasks.clone();
+        tracker.spawn(async move {
+            let mut watcher = Watcher::new(&core);
+            loop {
+                resync(&core).await;
+                let interval = core.settings.config().containers.resync_interval;
+                tokio::select! {
+                    _ = core.cancel.cancelled() => return,
+                    _ = tokio::time::sleep(interval) => {}
+                    _ = watcher.changed() => tokio::time::sleep(DEBOUNCE).await,
+                }
             }
-        }
-    });
+        });
+    }
 }
 
 /// A configured plain cgroup that does not exist is accepted (it may be created later) but
 /// said, with the warnings `placectl status` shows: a typo would otherwise manage nothing
 /// in silence.
-fn warn_missing(shared: &Shared) {
-    for c in &shared.config().containers.cgroups {
-        let missing = placed_host::cgroup::CgroupPath::parse(c)
-            .is_ok_and(|cg| !shared.host.cgroups().exists(&cg).unwrap_or(true));
+fn warn_missing(core: &Core) {
+    for c in &core.settings.config().containers.cgroups {
+        let missing =
+            CgroupPath::parse(c).is_ok_and(|cg| !core.node.host.cgroup_exists(&cg).unwrap_or(true));
         if missing {
-            let w = format!(
+            core.warn(format!(
                 "containers.cgroups entry {c} does not exist (yet): its children are managed once it does"
-            );
-            tracing::warn!("{w}");
-            shared
-                .warnings
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(w);
+            ));
         }
     }
 }
 
 /// Lists the host's containers: new ones are registered, vanished ones forgotten.
-pub(super) async fn resync(shared: &Arc<Shared>) {
-    let task_shared = shared.clone();
-    let listed = tokio::task::spawn_blocking(move || wanted(&task_shared)).await;
+async fn resync(core: &Arc<Core>) {
+    let task_core = core.clone();
+    let listed = tokio::task::spawn_blocking(move || wanted(&task_core)).await;
     let found = match listed {
         Ok(Ok(found)) => found,
         Ok(Err(e)) => {
-            shared.metrics.error("discovery");
+            core.telemetry.metrics.error("discovery");
             tracing::warn!(error = %placed_core::text::Chain(&e), "cannot list containers");
             return;
         }
@@ -77,24 +84,24 @@ pub(super) async fn resync(shared: &Arc<Shared>) {
             return;
         }
     };
-    let known: Vec<String> = shared.registry().entries.keys().cloned().collect();
+    let known: Vec<String> = core.containers.registry().entries.keys().cloned().collect();
     let mut renamed = false;
     // A container handed back (Unmanage) stays unmanaged while it exists: adopting it again
     // with the default policy would undo the orchestrator's decision at the next resync.
-    let (handed_back, gone) = drop_vanished_unmanaged(shared);
+    let (handed_back, gone) = drop_vanished_unmanaged(core);
     for c in found {
         let id = c.cgroup.to_string();
         if handed_back.contains(&id) {
             continue;
         }
         if !known.contains(&id) {
-            if let Err(e) = Handle::register(shared, c, None).await.map(|_| ()) {
+            if let Err(e) = register(core, c, None).await.map(|_| ()) {
                 tracing::warn!(error = %e.line(), "cannot register a discovered container");
             }
         } else if let Some(name) = c.name {
             // An engine may name a container only after its cgroup appeared, and
             // `docker rename` changes it later: references by name must follow.
-            let mut reg = shared.registry();
+            let mut reg = core.containers.registry();
             if let Some(entry) = reg.entries.get_mut(&c.cgroup.to_string()) {
                 if entry.record.name != name {
                     tracing::info!(container = %c.cgroup, from = %entry.record.name, to = %name, "renamed");
@@ -105,7 +112,7 @@ pub(super) async fn resync(shared: &Arc<Shared>) {
         }
     }
     if renamed || gone {
-        if let Err(e) = shared.persist().await {
+        if let Err(e) = core.persist().await {
             tracing::warn!(error = %e.line(), "cannot save the state after a rename");
         }
     }
@@ -114,22 +121,22 @@ pub(super) async fn resync(shared: &Arc<Shared>) {
         let Ok(cg) = CgroupPath::parse(&id) else {
             continue;
         };
-        let exists = shared.host.cgroups().exists(&cg).unwrap_or(true);
+        let exists = core.node.host.cgroup_exists(&cg).unwrap_or(true);
         if !exists {
-            forget(shared, &id).await;
+            core.forget(&id).await;
         }
     }
     // And be where placed put it: the fallback for what the cpuset watches missed.
-    super::reconcile::check_all(shared);
+    reconcile::check_all(core);
 }
 
 /// The containers handed back that still exist; those gone are forgotten (`true` when
 /// any was), so that a new container in the same cgroup is managed as usual.
-fn drop_vanished_unmanaged(shared: &Shared) -> (Vec<String>, bool) {
-    let mut unmanaged = shared.unmanaged();
+fn drop_vanished_unmanaged(core: &Core) -> (Vec<String>, bool) {
+    let mut unmanaged = core.containers.unmanaged();
     let before = unmanaged.len();
     unmanaged.retain(|id| {
-        CgroupPath::parse(id).is_ok_and(|cg| shared.host.cgroups().exists(&cg).unwrap_or(true))
+        CgroupPath::parse(id).is_ok_and(|cg| core.node.host.cgroup_exists(&cg).unwrap_or(true))
     });
     (
         unmanaged.iter().cloned().collect(),
@@ -139,13 +146,13 @@ fn drop_vanished_unmanaged(shared: &Shared) -> (Vec<String>, bool) {
 
 /// The containers discovery manages on its own: those of the configured runtimes, and the
 /// children of the configured plain cgroups.
-fn wanted(shared: &Shared) -> Result<Vec<Container>, placed_host::enact::Error> {
-    let config = shared.config();
+fn wanted(core: &Core) -> Result<Vec<Container>, placed_host::enact::Error> {
+    let config = core.settings.config();
     let runtimes = &config.containers.runtimes;
     let mut out: Vec<Container> = if runtimes.is_empty() {
         Vec::new()
     } else {
-        shared
+        core.node
             .host
             .list()?
             .into_iter()
@@ -156,13 +163,13 @@ fn wanted(shared: &Shared) -> Result<Vec<Container>, placed_host::enact::Error> 
         let Ok(parent) = CgroupPath::parse(prefix) else {
             continue;
         };
-        let children = match shared.host.cgroups().children(&parent) {
+        let children = match core.node.host.cgroup_children(&parent) {
             Ok(c) => c,
             Err(e) if e.fault() == Fault::NotFound => continue,
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(e),
         };
         for child in children {
-            match shared.host.resolve(&child.to_string()) {
+            match core.node.host.resolve(&child.to_string()) {
                 Ok(c) => out.push(c),
                 Err(e) => {
                     tracing::debug!(cgroup = %child, error = %placed_core::text::Chain(&e), "skipped")
@@ -173,38 +180,6 @@ fn wanted(shared: &Shared) -> Result<Vec<Container>, placed_host::enact::Error> 
     Ok(out)
 }
 
-/// A container that is gone: its task stops, its units are free, its record goes.
-pub(super) async fn forget(shared: &Arc<Shared>, id: &str) {
-    let removed = shared.registry().entries.remove(id);
-    let Some(entry) = removed else {
-        return;
-    };
-    entry.cancel.cancel();
-    shared.watch_list.notify_one();
-    // Its units are free again: aggressive containers may share them.
-    if entry
-        .record
-        .assigned
-        .as_ref()
-        .is_some_and(|a| !a.units.is_empty())
-    {
-        shared.wake_sharers(id);
-    }
-    shared.update_gauges();
-    shared.events.send(Event {
-        unix_ms: now_ms(),
-        container: id.to_owned(),
-        kind: EventKind::Vanished,
-        state: Lifecycle::Discovered,
-        placement: None,
-        message: format!("{} vanished; forgotten", entry.record.name),
-        cpuset_override: None,
-    });
-    if let Err(e) = shared.persist().await {
-        tracing::error!(error = %e.line(), "cannot write the state file");
-    }
-}
-
 /// inotify on the directories containers appear in. Without inotify (or with too many
 /// watches), discovery falls back to the periodic resync alone.
 struct Watcher {
@@ -212,9 +187,9 @@ struct Watcher {
 }
 
 impl Watcher {
-    fn new(shared: &Shared) -> Self {
+    fn new(core: &Core) -> Self {
         let notifier = Notifier::new().filter(|n| {
-            let root = shared.host.cgroups().root().to_path_buf();
+            let root = core.node.host.cgroup_root().to_path_buf();
             let mut dirs: Vec<PathBuf> = vec![root.clone()];
             // Where the runtimes put containers, on v1 (per-controller) and v2 alike.
             for sub in [
@@ -228,7 +203,7 @@ impl Watcher {
             ] {
                 dirs.push(root.join(sub));
             }
-            for c in &shared.config().containers.cgroups {
+            for c in &core.settings.config().containers.cgroups {
                 if let Ok(p) = CgroupPath::parse(c) {
                     dirs.push(p.under(&root));
                 }

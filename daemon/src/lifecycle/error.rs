@@ -205,7 +205,11 @@ pub enum DaemonError {
 
     /// The state file could not be written.
     #[error("recording the daemon's state")]
-    State(#[source] Box<StateError>),
+    State(#[source] std::sync::Arc<StateError>),
+
+    /// The error of an operation this caller joined (a `Place` or `Predict` in flight).
+    #[error(transparent)]
+    Shared(std::sync::Arc<DaemonError>),
 
     /// The daemon is stopping: the operation was not carried out.
     #[error("placed is stopping")]
@@ -268,6 +272,7 @@ impl DaemonError {
             // A full disk or a read-only state directory: the operator must act.
             Self::State(_) => Fault::HostConfig,
             Self::Task { .. } => Fault::Internal,
+            Self::Shared(e) => e.fault(),
         }
     }
 
@@ -275,6 +280,14 @@ impl DaemonError {
     /// so that a container waits and retries instead of being marked failed.
     pub fn may_clear(&self) -> bool {
         matches!(self.fault(), Fault::HostConfig | Fault::Transient)
+    }
+
+    /// The error itself, for an error of an operation this caller joined.
+    pub fn inner(&self) -> &DaemonError {
+        match self {
+            Self::Shared(e) => e.inner(),
+            other => other,
+        }
     }
 
     /// A policy error, in the box the enum keeps it in.

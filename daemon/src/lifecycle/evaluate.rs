@@ -9,128 +9,15 @@ use crate::state::{
 };
 use placed_core::placement::{PlacementSet, instantiate};
 use placed_core::policy::{self, Target};
-use placed_host::cgroup::CgroupPath;
 use placed_host::migrate::Mode;
-use placed_host::observe::{
-    AnySource, Comparison, Measurement, MetricSource as _, SourceSpec, Target as NoiseTarget,
-    Verdict, compare, measure,
-};
+use placed_host::observe::{Comparison, Measurement, Verdict, compare};
 
 use super::error::DaemonError;
 use super::events::{EventKind, now_ms};
 use super::handle::Handle;
+use super::measure::MetricSlot;
 use super::models::LoadedModel;
 use super::moving::Journal;
-
-/// A prediction the daemon may act on: one for the container as it is now (one for another
-/// v does not apply) from a model that passed the accuracy gate.
-pub(crate) fn usable_prediction(rec: &ContainerRecord) -> Option<&PredictionRecord> {
-    rec.prediction
-        .as_ref()
-        .filter(|p| p.vcpus == rec.vcpus && p.below_gate.is_none())
-}
-
-/// The metric source a task measures with, built on demand and rebuilt when the container's
-/// metric spec changes.
-#[derive(Debug, Default)]
-pub(crate) struct MetricSlot {
-    built: Option<(SourceSpec, AnySource)>,
-    /// Watch measurements in a row whose interval missed the prediction's (the drift
-    /// rule's evidence); kept with the source because it counts that source's readings.
-    pub drift_count: u32,
-}
-
-impl MetricSlot {
-    /// The source for the record's spec, built (or rebuilt) now if needed.
-    pub async fn ensure(
-        &mut self,
-        handle: &Handle,
-        rec: &ContainerRecord,
-    ) -> Result<&mut AnySource, DaemonError> {
-        let spec = rec.metric.clone().ok_or_else(|| DaemonError::NoMetric {
-            container: rec.name.clone(),
-        })?;
-        // An ended source (a pattern program that exited) is started again.
-        let stale = self
-            .built
-            .as_ref()
-            .is_none_or(|(s, source)| *s != spec || source.ended());
-        let slot = if stale {
-            let shared = &handle.shared;
-            let cg = cgroup_of(rec);
-            let dir = shared
-                .host
-                .perf_dir(&cg)
-                .unwrap_or_else(|| cg.under(shared.host.cgroups().root()));
-            let cpus = shared.machine.pus.usable.clone();
-            let timeouts = shared.config().source_timeouts();
-            // A record kept in the state file from before the allow-lists is held to them
-            // too, not only a new Manage.
-            shared.check_metric(&spec, &rec.name)?;
-            // The old source goes first: a pattern program is killed before its successor
-            // starts.
-            self.built = None;
-            let (built, reporter) = spec
-                .build_with(&rec.name, &dir, &cpus, shared.access(), &timeouts)
-                .await
-                .map_err(|source| DaemonError::MetricSource {
-                    container: rec.name.clone(),
-                    source: Box::new(source),
-                })?;
-            handle.with(|e| e.reporter = reporter)?;
-            Some(self.built.insert((spec, built)))
-        } else {
-            self.built.as_mut()
-        };
-        slot.map(|(_, source)| source)
-            .ok_or_else(|| DaemonError::NoMetric {
-                container: rec.name.clone(),
-            })
-    }
-
-    /// Measures the container where it is now.
-    pub async fn measure_here(
-        &mut self,
-        handle: &Handle,
-        rec: &ContainerRecord,
-    ) -> Result<Measurement, DaemonError> {
-        let shared = handle.shared.clone();
-        let source = self.ensure(handle, rec).await?;
-        let dir = cgroup_of(rec).under(shared.host.cgroups().root());
-        let cpus = rec.assigned.as_ref().map(|a| a.cpus.clone());
-        // Perf counters are opened for this measurement only, and only on the PUs the
-        // container was given: a few descriptors per vCPU instead of some per usable PU.
-        let usable = &shared.machine.pus.usable;
-        let count_on = cpus
-            .as_ref()
-            .map(|c| c.intersection(usable))
-            .filter(|c| !c.is_empty())
-            .unwrap_or_else(|| usable.clone());
-        source.count_on(&count_on);
-        let probe = shared
-            .host
-            .kernel()
-            .noise_probe(NoiseTarget::Cgroup(dir), cpus);
-        let protocol = shared
-            .config()
-            .protocol_for(&shared.protocol(), source.is_pulled());
-        measure(source, &probe, &protocol).await.map_err(|source| {
-            let e = DaemonError::Measure {
-                container: rec.name.clone(),
-                source: Box::new(source),
-            };
-            if e.fault() == placed_core::fault::Fault::HostConfig {
-                shared.metrics.error("observe");
-            }
-            e
-        })
-    }
-}
-
-/// A record's cgroup. Records are keyed by their cgroup's path, parsed when they were made.
-fn cgroup_of(rec: &ContainerRecord) -> CgroupPath {
-    CgroupPath::parse(&rec.id).unwrap_or_else(|_| CgroupPath::root())
-}
 
 /// The warning for a probe the comparison could not tell from the baseline. It names the
 /// ratio the model was given and the prediction table shows (of the two medians, as in
@@ -168,11 +55,11 @@ impl Handle {
         generation: u64,
         journal: Journal,
     ) -> Result<Option<PredictionRecord>, DaemonError> {
-        let shared = self.shared.clone();
+        let core = self.core.clone();
         let rec = self.record()?;
-        let loaded = shared
+        let loaded = core
             .models
-            .find(shared.machine.fingerprint(), set)
+            .find(core.node.machine.fingerprint(), set)
             .ok_or_else(|| self.no_model(rec.vcpus))?;
         let model = loaded.model.clone();
         let below_gate = model.below_gate().map(ToString::to_string);
@@ -196,7 +83,7 @@ impl Handle {
         }
         let (baseline, probe) = (&measured[0].1, &measured[1].1);
         let mut warnings = Vec::new();
-        let protocol = shared.protocol();
+        let protocol = core.settings.protocol();
         let c =
             compare(baseline, probe, protocol.confidence, protocol.margin).map_err(|source| {
                 DaemonError::Compare {
@@ -211,7 +98,7 @@ impl Handle {
                 source: Box::new(source),
             })?;
         warnings.extend(noisy_probe(baseline, probe, &c));
-        shared.metrics.predictions.inc();
+        core.telemetry.metrics.predictions.inc();
         if let Some(n) = &predicted.novelty {
             warnings.push(format!(
                 "no training workload behaved like this one (probe at {:.2} x baseline, nearest category expects {:.2}-{:.2}): the prediction extrapolates",
@@ -260,7 +147,7 @@ impl Handle {
             ),
         );
         if journal == Journal::EachMove {
-            shared.persist().await?;
+            core.persist().await?;
         }
         Ok(Some(prediction))
     }
@@ -271,15 +158,15 @@ impl Handle {
             path: loaded.path.display().to_string(),
             reason: reason.to_owned(),
             vcpus,
-            dir: self.shared.models.dir().display().to_string(),
+            dir: self.core.models.dir().display().to_string(),
         }
     }
 
     fn no_model(&self, vcpus: usize) -> DaemonError {
         DaemonError::NoModel {
-            fingerprint: self.shared.machine.fingerprint().to_owned(),
+            fingerprint: self.core.node.machine.fingerprint().to_owned(),
             vcpus,
-            dir: self.shared.models.dir().display().to_string(),
+            dir: self.core.models.dir().display().to_string(),
         }
     }
 
@@ -293,7 +180,7 @@ impl Handle {
         placement_id: &str,
         model_id: &str,
     ) -> Result<Target, DaemonError> {
-        let shared = &self.shared;
+        let core = &self.core;
         let unknown = || DaemonError::UnknownPlacement {
             placement: placement_id.to_owned(),
             vcpus: rec.vcpus,
@@ -301,7 +188,7 @@ impl Handle {
         // The model was found for this very placement set, so its placements are in it.
         let placement = set.get(placement_id).ok_or_else(unknown)?;
         let inst = instantiate(
-            &shared.machine,
+            &core.node.machine,
             rec.vcpus,
             placement,
             &self.available_units(),
@@ -330,12 +217,12 @@ impl Handle {
     pub async fn predict_now(&self) -> Result<PredictionRecord, DaemonError> {
         let _guard = self.try_begin("predicting (baseline and probe)")?;
         let (rec, generation) = self.settings()?;
-        let set = self.shared.placements(rec.vcpus)?;
+        let set = self.core.node.placements(rec.vcpus)?;
         // Fail before moving anything when there is no model.
         if self
-            .shared
+            .core
             .models
-            .find(self.shared.machine.fingerprint(), &set)
+            .find(self.core.node.machine.fingerprint(), &set)
             .is_none()
         {
             return Err(self.no_model(rec.vcpus));
@@ -370,7 +257,7 @@ impl Handle {
                 mems: back_to.mems.clone(),
             });
         })?;
-        self.shared.persist().await?;
+        self.core.persist().await?;
         let mut source = MetricSlot::default();
         let result = self
             .evaluate(&set, &mut source, generation, Journal::Covered)
@@ -386,7 +273,7 @@ impl Handle {
             }
         });
         self.set_state(Lifecycle::Watched, "");
-        self.shared.persist().await?;
+        self.core.persist().await?;
         let prediction = result?.ok_or_else(|| DaemonError::SettingsChanged {
             container: rec.name.clone(),
         })?;
@@ -407,8 +294,8 @@ impl Handle {
         source: &mut MetricSlot,
         generation: u64,
     ) -> Result<Option<PredictionRecord>, DaemonError> {
-        let shared = self.shared.clone();
-        if !shared.config().policy.third_measurement || prediction.third.is_some() {
+        let core = self.core.clone();
+        if !core.settings.config().policy.third_measurement || prediction.third.is_some() {
             return Ok(Some(prediction));
         }
         let which = self
@@ -458,7 +345,7 @@ impl Handle {
         if !self.with(|e| e.store_prediction(prediction.clone(), generation))? {
             return Ok(None);
         }
-        shared.persist().await?;
+        core.persist().await?;
         Ok(Some(prediction))
     }
 }

@@ -9,36 +9,32 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::state::{ContainerRecord, Lifecycle, VcpuSource};
-use placed_core::policy::Policy;
+use crate::state::{ContainerRecord, Lifecycle};
 use placed_host::cgroup::CgroupPath;
-use placed_host::containers::{Container, Runtime};
-use placed_host::observe::SourceSpec;
 
+use super::core::Core;
+use super::entry::{Entry, OpGuard};
 use super::error::DaemonError;
 use super::events::{Event, EventKind, now_ms};
-use super::registry::{Entry, OpGuard};
-use super::shared::Shared;
-use super::{ManageRequest, task};
 
 #[derive(Debug, Clone)]
 pub(crate) struct Handle {
-    pub shared: Arc<Shared>,
+    pub core: Arc<Core>,
     pub id: String,
 }
 
-/// What [`Handle::register`] found.
-#[derive(Debug)]
-pub(crate) enum Registered {
-    /// Taken under management now, with the settings asked for.
-    New(Handle),
-    /// Already managed (found by discovery meanwhile): its settings are unchanged.
-    Known(Handle),
-}
-
 impl Handle {
-    pub fn new(shared: Arc<Shared>, id: String) -> Self {
-        Self { shared, id }
+    pub fn new(core: Arc<Core>, id: String) -> Self {
+        Self { core, id }
+    }
+
+    /// The container a reference names (id, name, runtime id or its unique prefix).
+    pub fn find(core: &Arc<Core>, reference: &str) -> Result<Self, DaemonError> {
+        let key = core.containers.registry().key_of(reference);
+        key.map(|id| Self::new(core.clone(), id))
+            .ok_or_else(|| DaemonError::UnknownContainer {
+                reference: reference.to_owned(),
+            })
     }
 
     fn gone(&self) -> DaemonError {
@@ -49,7 +45,7 @@ impl Handle {
 
     /// Runs `f` on the container's registry entry.
     pub fn with<R>(&self, f: impl FnOnce(&mut Entry) -> R) -> Result<R, DaemonError> {
-        let mut reg = self.shared.registry();
+        let mut reg = self.core.containers.registry();
         match reg.entries.get_mut(&self.id) {
             Some(e) => Ok(f(e)),
             None => Err(self.gone()),
@@ -77,12 +73,12 @@ impl Handle {
         let Ok(cg) = CgroupPath::parse(&self.id) else {
             return false;
         };
-        matches!(self.shared.host.cgroups().exists(&cg), Ok(false))
+        matches!(self.core.node.host.cgroup_exists(&cg), Ok(false))
     }
 
     /// Units this container may use: the free ones and its own.
     pub fn available_units(&self) -> Vec<usize> {
-        self.shared.available_units(&self.id)
+        self.core.available_units(&self.id)
     }
 
     /// Sends one event about this container.
@@ -93,7 +89,7 @@ impl Handle {
         placement: Option<String>,
         message: String,
     ) {
-        self.shared.events.send(Event {
+        self.core.telemetry.send(Event {
             unix_ms: now_ms(),
             container: self.id.clone(),
             kind,
@@ -117,7 +113,7 @@ impl Handle {
             )
         });
         if let Ok((true, placement)) = changed {
-            self.shared.update_gauges();
+            self.core.update_gauges();
             let message = if detail.is_empty() {
                 state.name().to_owned()
             } else {
@@ -137,13 +133,13 @@ impl Handle {
             Lifecycle::Failed
         };
         let line = e.line();
-        self.shared.metrics.error("lifecycle");
+        self.core.telemetry.metrics.error("lifecycle");
         let _ = self.with(|entry| {
             entry.record.state = state;
             entry.record.detail = line.clone();
             entry.record.updated_unix_ms = now_ms();
         });
-        self.shared.update_gauges();
+        self.core.update_gauges();
         self.event(EventKind::Error, state, None, line);
     }
 
@@ -163,93 +159,4 @@ impl Handle {
     pub fn try_begin(&self, what: &str) -> Result<OpGuard, DaemonError> {
         self.with(|e| e.try_begin(what))?
     }
-
-    /// Registers a newly found container with the settings `Manage` asked for (or the
-    /// defaults) and starts its task, so that no task ever runs on settings about to change.
-    pub async fn register(
-        shared: &Arc<Shared>,
-        container: Container,
-        settings: Option<&ManageRequest>,
-    ) -> Result<Registered, DaemonError> {
-        let id = container.cgroup.to_string();
-        let (vcpus, vcpus_source) = initial_vcpus(shared, &container, settings);
-        let policy = match settings.and_then(|s| s.policy.clone()) {
-            Some(p) => p,
-            // The configuration was validated at load (and reload): its default policy parses.
-            None => {
-                let policy = &shared.config().policy;
-                Policy::parse(&policy.default, policy.goal).unwrap_or(Policy::Observe)
-            }
-        };
-        let metric = match settings.and_then(|s| s.metric.clone()) {
-            Some(m) => Some(m),
-            None => shared.pmu.then_some(SourceSpec::Perf { ipc: false }),
-        };
-        // A plain cgroup is known by its last component, as a container by its name.
-        let name = match (&container.runtime, &container.name) {
-            (Runtime::Cgroup, None) => container.cgroup.name().to_owned(),
-            _ => container.label(),
-        };
-        let record = ContainerRecord {
-            id: id.clone(),
-            name,
-            runtime: container.runtime.to_string(),
-            runtime_id: container.id.clone(),
-            vcpus,
-            vcpus_source,
-            policy,
-            state: Lifecycle::Discovered,
-            detail: String::new(),
-            original: None,
-            assigned: None,
-            migration: None,
-            resume: None,
-            metric,
-            prediction: None,
-            updated_unix_ms: now_ms(),
-            on_override: settings.and_then(|s| s.on_override),
-            overridden: None,
-        };
-        let handle = Handle::new(shared.clone(), id.clone());
-        {
-            let mut reg = shared.registry();
-            if reg.entries.contains_key(&id) {
-                return Ok(Registered::Known(handle));
-            }
-            let entry = shared.new_entry(record, container);
-            reg.entries.insert(id, entry);
-        }
-        shared.watch_list.notify_one();
-        handle.event(
-            EventKind::Discovered,
-            Lifecycle::Discovered,
-            None,
-            format!("discovered, {vcpus} vCPUs ({vcpus_source:?})"),
-        );
-        shared.update_gauges();
-        shared.persist().await?;
-        task::spawn(handle.clone());
-        Ok(Registered::New(handle))
-    }
-}
-
-/// `v` for a new container: the request's, else its CPU quota's, else its cpuset's size.
-pub(super) fn initial_vcpus(
-    shared: &Shared,
-    container: &Container,
-    settings: Option<&ManageRequest>,
-) -> (usize, VcpuSource) {
-    if let Some(v) = settings.and_then(|s| s.vcpus) {
-        return (v, VcpuSource::Request);
-    }
-    if let Some(v) = shared.host.vcpus_from_quota(&container.cgroup) {
-        return (v.min(shared.machine.pus.usable.len()), VcpuSource::Quota);
-    }
-    let cpus = shared
-        .host
-        .cgroups()
-        .cpuset(&container.cgroup)
-        .map(|c| c.effective_cpus.len())
-        .unwrap_or(0);
-    (cpus.max(1), VcpuSource::Cpuset)
 }

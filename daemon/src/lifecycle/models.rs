@@ -58,6 +58,8 @@ struct Index {
     /// Files already read, with the version read, so a rescan reads only new or changed
     /// ones.
     seen: HashMap<PathBuf, Stamp>,
+    /// Model files read but refused for this host, with why.
+    refused: HashMap<PathBuf, String>,
 }
 
 impl Index {
@@ -65,13 +67,32 @@ impl Index {
     fn drop_path(&mut self, path: &Path) {
         self.by_class.retain(|_, m| m.path != path);
         self.across.retain(|_, m| m.path != path);
+        self.refused.remove(path);
     }
 }
 
 #[derive(Debug)]
 pub struct ModelLibrary {
     dir: PathBuf,
+    /// Whether this host has hardware counters: a model that takes counters as inputs is
+    /// refused where there are none, before any container is moved for it.
+    counters: bool,
     index: Mutex<Index>,
+}
+
+/// The hardware counters a model takes as inputs, by name.
+fn needs(model: &placed_models::Model) -> Vec<String> {
+    let mut names: Vec<String> = model
+        .features()
+        .iter()
+        .filter_map(|f| match f {
+            placed_models::features::Feature::Counter { name, .. } => Some(name.clone()),
+            placed_models::features::Feature::ProbeRatio => None,
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// Why a model file in the directory was skipped (logged, not fatal: one bad file must not
@@ -81,9 +102,10 @@ fn skip(path: &Path, e: &ModelFileError) {
 }
 
 impl ModelLibrary {
-    pub fn new(dir: PathBuf) -> Self {
+    pub fn new(dir: PathBuf, counters: bool) -> Self {
         let lib = Self {
             dir,
+            counters,
             index: Mutex::new(Index::default()),
         };
         lib.rescan();
@@ -136,6 +158,16 @@ impl ModelLibrary {
             // Whatever the file held before is not what it holds now.
             index.drop_path(&path);
             match loaded {
+                Ok(ModelFile::PerSize(model)) if !self.counters && !needs(&model).is_empty() => {
+                    let why = format!(
+                        "model {} ({}) takes hardware counters as inputs ({}), which this host cannot measure (no PMU): it is not used; fit it again without them (placed-train fit --no-counters ...)",
+                        model.id(),
+                        path.display(),
+                        needs(&model).join(", ")
+                    );
+                    tracing::warn!("{why}");
+                    index.refused.insert(path, why);
+                }
                 Ok(ModelFile::PerSize(model)) => {
                     let key = (
                         model.machine().fingerprint.clone(),
@@ -236,15 +268,28 @@ impl ModelLibrary {
         }
     }
 
-    /// Every model across sizes loaded, for status.
+    /// Every model across sizes loaded, for status: the directory is read again first, so
+    /// that status shows the models the daemon would use now, not the last ones a
+    /// container's lookup happened to load.
     pub fn all_across(&self) -> Vec<LoadedSizesModel> {
+        self.rescan();
         let mut v: Vec<LoadedSizesModel> = self.lock().across.values().cloned().collect();
         v.sort_by(|a, b| a.path.cmp(&b.path));
         v
     }
 
-    /// Every model loaded, for status.
+    /// Model files refused for this host, each with why, for status.
+    pub fn refused(&self) -> Vec<String> {
+        let index = self.lock();
+        let mut v: Vec<(&PathBuf, &String)> = index.refused.iter().collect();
+        v.sort();
+        v.into_iter().map(|(_, why)| why.clone()).collect()
+    }
+
+    /// Every model loaded, for status (the directory read again first, as for
+    /// [`ModelLibrary::all_across`]).
     pub fn all(&self) -> Vec<LoadedModel> {
+        self.rescan();
         let mut v: Vec<LoadedModel> = self.lock().by_class.values().cloned().collect();
         v.sort_by(|a, b| a.path.cmp(&b.path));
         v
@@ -272,6 +317,11 @@ mod tests {
     /// A small model whose predictions depend on `scale` (so two scales give two models
     /// with different ids): three placements, two behaviours in four families.
     fn model(scale: f64) -> Model {
+        model_with(scale, false)
+    }
+
+    /// [`model`], taking an `ipc` counter as an input when `counters`.
+    fn model_with(scale: f64, counters: bool) -> Model {
         let placements: Vec<PlacementInfo> = (0..3)
             .map(|i| PlacementInfo {
                 id: format!("p{i}"),
@@ -308,7 +358,11 @@ mod tests {
                             repetitions: 3,
                             spread: 1.0,
                         },
-                        counters: Default::default(),
+                        counters: if counters {
+                            [("ipc".to_owned(), r)].into_iter().collect()
+                        } else {
+                            Default::default()
+                        },
                         provenance: Provenance::Simulated,
                         unusable: None,
                     });
@@ -318,10 +372,50 @@ mod tests {
         let data = Dataset::from_parts(header, records).expect("valid test data");
         let options = TrainOptions {
             forest: ForestParams::new().n_trees(5),
-            counters_as_inputs: false,
+            counters_as_inputs: counters,
             ..TrainOptions::default()
         };
         placed_models::fit(&data, &options).expect("fits").0
+    }
+
+    #[test]
+    fn a_model_taking_counters_is_refused_on_a_host_without_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(format!("{FINGERPRINT}-v{V}.json"));
+        let counting = model_with(0.3, true);
+        assert!(
+            !needs(&counting).is_empty(),
+            "the test model takes counters"
+        );
+        install(&counting, &path);
+        let without = ModelLibrary::new(dir.path().to_owned(), false);
+        assert!(without.lookup(FINGERPRINT, 4).is_none());
+        assert!(without.all().is_empty());
+        let refused = without.refused();
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        assert!(refused[0].contains("ipc"), "{refused:?}");
+        assert!(refused[0].contains("--no-counters"), "{refused:?}");
+        // Where there are counters it serves.
+        let with = ModelLibrary::new(dir.path().to_owned(), true);
+        assert!(with.lookup(FINGERPRINT, 4).is_some());
+        assert!(with.refused().is_empty());
+        // Refitted without counters and installed over it: used, and no longer refused.
+        install(&model(0.3), &path);
+        assert!(without.lookup(FINGERPRINT, 4).is_some());
+        assert!(without.refused().is_empty());
+    }
+
+    #[test]
+    fn status_lists_a_model_installed_since_the_last_lookup() {
+        let dir = tempfile::tempdir().unwrap();
+        let lib = ModelLibrary::new(dir.path().to_owned(), true);
+        assert!(lib.all().is_empty());
+        install(
+            &model(0.3),
+            &dir.path().join(format!("{FINGERPRINT}-v{V}.json")),
+        );
+        // No container looked a model up meanwhile.
+        assert_eq!(lib.all().len(), 1);
     }
 
     /// Installs `model` as `path` the way placed-train does: a new file renamed over it.
@@ -343,7 +437,7 @@ mod tests {
         );
 
         install(&first, &path);
-        let lib = ModelLibrary::new(dir.path().to_owned());
+        let lib = ModelLibrary::new(dir.path().to_owned(), true);
         let found = lib.lookup(FINGERPRINT, 4).expect("loaded at start");
         assert_eq!(found.model.id(), first.id());
 

@@ -7,17 +7,17 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::state::{Assigned, Cpuset, Lifecycle, Migration};
+use crate::state::{Assigned, ContainerRecord, Cpuset, Lifecycle, Migration};
 use crate::telemetry::{Outcome, OutcomeLabel};
 use placed_core::policy::{Policy, Target};
 use placed_host::cgroup::CpusetState;
 use placed_host::enact::{ApplyOptions, ApplyReport, Rollback};
 use placed_host::migrate::Mode;
 
-use super::PlaceOutcome;
 use super::error::{DaemonError, joined};
 use super::events::{EventKind, now_ms};
 use super::handle::Handle;
+use super::requests::PlaceOutcome;
 
 /// Whether each move is recorded in the state file before and after it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +37,18 @@ fn state_after_move(before: Lifecycle) -> Lifecycle {
     }
 }
 
+/// A move's target that puts a container back on an assignment it had.
+pub(crate) fn target_at(a: Assigned, reason: &str) -> Target {
+    Target {
+        placement: a.placement,
+        units: a.units,
+        cpus: a.cpus,
+        mems: a.mems,
+        predicted: None,
+        reason: reason.to_owned(),
+    }
+}
+
 fn label(a: &Assigned) -> String {
     match &a.placement {
         Some(p) => p.clone(),
@@ -50,19 +62,27 @@ impl Handle {
     /// first (which changes nothing for its tasks: it inherits its parent's sets).
     pub async fn current_cpuset(&self) -> Result<CpusetState, DaemonError> {
         let container = self.with(|e| e.container.clone())?;
-        let shared = self.shared.clone();
+        let core = self.core.clone();
         let cg = container.cgroup.clone();
-        let read = tokio::task::spawn_blocking(move || {
-            let cgroups = shared.host.cgroups();
-            cgroups.prepare(&cg)?;
-            cgroups.cpuset(&cg)
-        })
-        .await;
+        let read = tokio::task::spawn_blocking(move || core.node.host.prepared_cpuset(&cg)).await;
         joined("reading a cpuset", read)?.map_err(|source| DaemonError::Host {
             doing: "reading the cpuset of",
             container: container.label(),
-            source: Box::new(source.into()),
+            source: Box::new(source),
         })
+    }
+
+    /// Whether the container is where `target` would put it: its record says so and the
+    /// kernel holds those sets. The record alone once answered "already in place" for a
+    /// container whose cpuset the kernel had changed (issue 28).
+    pub async fn is_at(&self, rec: &ContainerRecord, target: &Target) -> bool {
+        let recorded = rec.assigned.as_ref().is_some_and(|a| {
+            a.cpus == target.cpus && a.mems == target.mems && a.units == target.units
+        });
+        recorded
+            && self.current_cpuset().await.is_ok_and(|now| {
+                now.effective_cpus == target.cpus && now.effective_mems == target.mems
+            })
     }
 
     /// Moves the container to `target`.
@@ -86,7 +106,7 @@ impl Handle {
         };
         self.start_migration(&from, &to, mode)?;
         if journal == Journal::EachMove {
-            self.shared.persist().await?;
+            self.core.persist().await?;
         }
         self.event(
             EventKind::MigrationStarted,
@@ -115,7 +135,7 @@ impl Handle {
                     "move stopped by shutdown half-way; the next start settles it"
                 );
                 if journal == Journal::EachMove {
-                    self.shared.persist().await?;
+                    self.core.persist().await?;
                 }
                 return Err(DaemonError::StoppedHalfway {
                     container: rec.name,
@@ -139,6 +159,9 @@ impl Handle {
             }
             Err(e) => {
                 let _ = self.with(|entry| entry.record.migration = None);
+                // Whatever the rollback achieved, the kernel is read again once this
+                // operation ends, and a difference from the record handled.
+                self.core.containers.request_check(&self.id);
                 let outcome = match &e {
                     placed_host::enact::Error::Failed {
                         rollback: Rollback::Restored,
@@ -147,7 +170,7 @@ impl Handle {
                     _ => Outcome::Failed,
                 };
                 self.count_migration(outcome, None);
-                self.shared.metrics.error("enact");
+                self.core.telemetry.metrics.error("enact");
                 Err(DaemonError::Host {
                     doing: "moving",
                     container: rec.name.clone(),
@@ -157,7 +180,7 @@ impl Handle {
         };
         self.set_state(after, "");
         if journal == Journal::EachMove {
-            self.shared.persist().await?;
+            self.core.persist().await?;
         }
         if let Ok(o) = &outcome {
             self.event(
@@ -187,7 +210,7 @@ impl Handle {
         // not thaw it behind their back.
         let frozen = matches!(mode, Mode::Fast { freeze: true, .. }) && {
             let cg = self.with(|e| e.container.cgroup.clone())?;
-            !self.shared.host.cgroups().is_frozen(&cg).unwrap_or(false)
+            !self.core.node.host.is_frozen(&cg).unwrap_or(false)
         };
         self.with(|e| {
             if e.record.original.is_none() {
@@ -228,14 +251,14 @@ impl Handle {
         });
         let opts = ApplyOptions {
             cancel: Some(cancel),
-            hold: self.shared.migration_hold.clone(),
+            hold: self.core.node.migration_hold.clone(),
             ..Default::default()
         };
-        let shared = self.shared.clone();
+        let core = self.core.clone();
         let (cpus, mems, mode) = (to.cpus.clone(), to.mems.clone(), mode.clone());
         let r = tokio::task::spawn_blocking(move || {
             let _in_host = in_host;
-            shared
+            core.node
                 .host
                 .apply_with(&container, &cpus, &mems, &mode, &opts)
         })
@@ -261,21 +284,26 @@ impl Handle {
             matches!(e.record.policy, Policy::Aggressive)
         })?;
         // On v2 the container's cpuset files may exist only from this move on.
-        self.shared.watch_list.notify_one();
+        self.core.containers.watch_list.notify_one();
         // What nobody holds changed: aggressive containers share it anew (and leave units
         // this one now holds).
         if !sharer {
-            self.shared.wake_sharers(&self.id);
+            self.core.containers.wake_sharers(&self.id);
         }
         self.count_migration(Outcome::Ok, Some((bytes, elapsed)));
-        self.shared.metrics.per_container.moved(&self.id, bytes);
-        self.shared
+        self.core
+            .telemetry
+            .metrics
+            .per_container
+            .moved(&self.id, bytes);
+        self.core
+            .node
             .learn_migration_speed(bytes, report.migration.duration.as_secs_f64());
         Ok(())
     }
 
     fn count_migration(&self, outcome: Outcome, moved: Option<(u64, Duration)>) {
-        let m = &self.shared.metrics;
+        let m = &self.core.telemetry.metrics;
         m.migrations.get_or_create(&OutcomeLabel { outcome }).inc();
         if let Some((bytes, elapsed)) = moved {
             m.migration_bytes.inc_by(bytes);

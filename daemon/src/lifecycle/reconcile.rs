@@ -18,20 +18,12 @@ use std::time::Duration;
 
 use nix::sys::inotify::{AddWatchFlags, WatchDescriptor};
 
-use crate::state::{Assigned, ContainerRecord, Cpuset, OverrideRecord};
-use crate::telemetry::ActionLabel;
-use placed_core::policy::Target;
-use placed_core::reconcile::{Action, Backoff, Difference, OnOverride, compare};
 use placed_host::cgroup::CgroupPath;
 
-use super::EventKind;
-use super::error::{DaemonError, joined};
-use super::events::{Event, now_ms};
+use super::core::Core;
 use super::handle::Handle;
 use super::inotify::Notifier;
-use super::moving::Journal;
-use super::registry::Entry;
-use super::shared::Shared;
+use super::overrides;
 
 /// The cpuset files whose writes are watched (the same names on v1 and v2).
 const FILES: [&str; 2] = ["cpuset.cpus", "cpuset.mems"];
@@ -39,90 +31,60 @@ const FILES: [&str; 2] = ["cpuset.cpus", "cpuset.mems"];
 /// Writes arriving within this window are checked together.
 const DEBOUNCE: Duration = Duration::from_millis(100);
 
-/// What a check finds, from the record and the sets in effect.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Verdict {
-    /// Nothing to compare (never placed, or a move in flight), or where placed put it.
-    Agrees,
-    /// Where placed put it again, after an override that was left or given up on: someone
-    /// else put it back.
-    Back,
-    /// The override already reported and handled (left, or given up on) is still there.
-    Known,
-    /// A change not seen before.
-    New(Difference),
+/// The reconciliation, as the daemon starts it: one task that keeps a watch on every
+/// managed container's cpuset files and checks a container when they are written.
+#[derive(Debug)]
+pub(crate) struct Reconciler {
+    core: Arc<Core>,
 }
 
-/// Compares the container's record with the sets found in effect.
-pub(crate) fn verdict(rec: &ContainerRecord, found: &Cpuset) -> Verdict {
-    let Some(a) = &rec.assigned else {
-        return Verdict::Agrees;
-    };
-    if rec.migration.is_some() || rec.resume.is_some() {
-        return Verdict::Agrees;
+impl Reconciler {
+    pub fn new(core: &Arc<Core>) -> Self {
+        Self { core: core.clone() }
     }
-    let expected = Cpuset {
-        cpus: a.cpus.clone(),
-        mems: a.mems.clone(),
-    };
-    let standing = rec
-        .overridden
-        .as_ref()
-        .filter(|o| matches!(o.action, Action::Left | Action::GaveUp));
-    match (compare(&expected, found), standing) {
-        (None, Some(_)) => Verdict::Back,
-        (None, None) => Verdict::Agrees,
-        (Some(_), Some(o)) if &o.found == found => Verdict::Known,
-        (Some(d), _) => Verdict::New(d),
-    }
-}
 
-/// Ends what an override holds, for a `Place` or a `Manage` that changes the settings: the
-/// record follows the host (a left or given-up override means the container is not where
-/// the record says), and the write-back count starts again.
-pub(crate) fn release(entry: &mut Entry) {
-    if let Some(o) = entry.record.overridden.take() {
-        if matches!(o.action, Action::Left | Action::GaveUp) {
-            entry.record.assigned = Some(Assigned {
-                placement: None,
-                units: Vec::new(),
-                cpus: o.found.cpus,
-                mems: o.found.mems,
-            });
+    /// Starts its task, which ends when the daemon stops. Without inotify, the resync's
+    /// comparison and the checks asked for after failed moves are the only ways in.
+    pub fn start(self) {
+        let notifier = Notifier::new();
+        if notifier.is_none() {
+            tracing::warn!(
+                "no inotify: cpusets changed outside placed are noticed at the next resync only"
+            );
         }
-    }
-    entry.reasserts.clear();
-}
-
-/// Starts watching the managed containers' cpuset files; without inotify the resync's
-/// comparison is the only way in (every `containers.resync_interval`).
-pub(super) fn start(shared: &Arc<Shared>) {
-    let Some(notifier) = Notifier::new() else {
-        tracing::warn!(
-            "no inotify: cpusets changed outside placed are noticed at the next resync only"
-        );
-        return;
-    };
-    let shared = shared.clone();
-    let tracker = shared.tasks.clone();
-    tracker.spawn(async move {
-        let mut watches = Watches::default();
-        loop {
-            watches.sync(&shared, &notifier);
-            tokio::select! {
-                _ = shared.cancel.cancelled() => return,
-                _ = shared.watch_list.notified() => {}
-                wds = notifier.next() => {
-                    // systemd and docker write cpus and mems one after the other: one check
-                    // for both, not an override for each half.
-                    tokio::time::sleep(DEBOUNCE).await;
-                    for id in watches.owners(&wds) {
-                        spawn_check(&shared, &id);
+        let core = self.core;
+        let tracker = core.tasks.clone();
+        tracker.spawn(async move {
+            let mut watches = Watches::default();
+            loop {
+                if let Some(n) = &notifier {
+                    watches.sync(&core, n);
+                }
+                tokio::select! {
+                    _ = core.cancel.cancelled() => return,
+                    _ = core.containers.watch_list.notified() => {}
+                    _ = core.containers.recheck_wanted.notified() => {
+                        for id in core.containers.take_rechecks() {
+                            spawn_check(&core, &id);
+                        }
+                    }
+                    wds = async {
+                        match &notifier {
+                            Some(n) => n.next().await,
+                            None => std::future::pending().await,
+                        }
+                    } => {
+                        // systemd and docker write cpus and mems one after the other: one
+                        // check for both, not an override for each half.
+                        tokio::time::sleep(DEBOUNCE).await;
+                        for id in watches.owners(&wds) {
+                            spawn_check(&core, &id);
+                        }
                     }
                 }
             }
-        }
-    });
+        });
+    }
 }
 
 /// The watches held, by container and by descriptor.
@@ -136,8 +98,8 @@ impl Watches {
     /// Watches the managed containers not yet watched, and drops those no longer managed.
     /// A container whose files cannot be watched yet (on v2 they appear once placed first
     /// moves it) is tried again at the next pass.
-    fn sync(&mut self, shared: &Shared, notifier: &Notifier) {
-        let ids: Vec<String> = shared.registry().entries.keys().cloned().collect();
+    fn sync(&mut self, core: &Core, notifier: &Notifier) {
+        let ids: Vec<String> = core.containers.registry().entries.keys().cloned().collect();
         let gone: Vec<String> = self
             .by_id
             .keys()
@@ -150,7 +112,7 @@ impl Watches {
                 self.owner.remove(&wd);
             }
         }
-        let root = shared.host.cgroups().root().to_path_buf();
+        let root = core.node.host.cgroup_root().to_path_buf();
         for id in ids {
             if self.by_id.contains_key(&id) {
                 continue;
@@ -189,359 +151,55 @@ impl Watches {
 }
 
 /// Checks every managed container: the resync's fallback for what inotify missed.
-pub(super) fn check_all(shared: &Arc<Shared>) {
-    shared.watch_list.notify_one();
-    let ids: Vec<String> = shared.registry().entries.keys().cloned().collect();
+pub(crate) fn check_all(core: &Arc<Core>) {
+    core.containers.watch_list.notify_one();
+    let ids: Vec<String> = core.containers.registry().entries.keys().cloned().collect();
     for id in ids {
-        spawn_check(shared, &id);
+        spawn_check(core, &id);
     }
 }
 
-/// Checks one container in a task of its own (it may wait for an operation to end); a
-/// container with a check pending gets no second one.
-fn spawn_check(shared: &Arc<Shared>, id: &str) {
-    let handle = Handle::new(shared.clone(), id.to_owned());
+/// Checks one container in a task of its own (it may wait for an operation to end). A
+/// container with a check pending gets no second one beside it, but one more after it when
+/// asked meanwhile: the pending check may have read the cpuset before the write that asked.
+fn spawn_check(core: &Arc<Core>, id: &str) {
+    let handle = Handle::new(core.clone(), id.to_owned());
     let first = handle
-        .with(|e| !std::mem::replace(&mut e.check_pending, true))
+        .with(|e| {
+            let first = !std::mem::replace(&mut e.check_pending, true);
+            if !first {
+                e.check_again = true;
+            }
+            first
+        })
         .unwrap_or(false);
     if !first {
         return;
     }
-    let tracker = shared.tasks.clone();
-    let cancel = shared.cancel.clone();
+    let tracker = core.tasks.clone();
+    let cancel = core.cancel.clone();
     tracker.spawn(async move {
-        tokio::select! {
-            _ = cancel.cancelled() => {}
-            r = check(&handle) => {
-                if let Err(e) = r {
-                    if !handle.vanished() {
-                        tracing::warn!(container = %handle.id, error = %e.line(), "checking its cpuset failed");
+        loop {
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                r = overrides::check(&handle) => {
+                    if let Err(e) = r {
+                        if !handle.vanished() {
+                            tracing::warn!(container = %handle.id, error = %e.line(), "checking its cpuset failed");
+                        }
                     }
                 }
             }
+            let again = handle
+                .with(|e| {
+                    let again = std::mem::take(&mut e.check_again);
+                    e.check_pending = again;
+                    again
+                })
+                .unwrap_or(false);
+            if !again {
+                return;
+            }
         }
-        let _ = handle.with(|e| e.check_pending = false);
     });
-}
-
-/// The sets in effect for the container now; `None` when its cgroup is gone.
-async fn found(handle: &Handle) -> Result<Option<Cpuset>, DaemonError> {
-    let container = handle.with(|e| e.container.clone())?;
-    let shared = handle.shared.clone();
-    let cg = container.cgroup.clone();
-    let read = tokio::task::spawn_blocking(move || {
-        let cgroups = shared.host.cgroups();
-        placed_host::cgroup::effective(cgroups.backend().as_ref(), &cg)
-    })
-    .await;
-    match joined("reading a cpuset", read)? {
-        Ok(now) => Ok(Some(Cpuset {
-            cpus: now.effective_cpus,
-            mems: now.effective_mems,
-        })),
-        Err(_) if handle.vanished() => Ok(None),
-        Err(source) => Err(DaemonError::Host {
-            doing: "reading the cpuset of",
-            container: container.label(),
-            source: Box::new(source.into()),
-        }),
-    }
-}
-
-/// Compares the container's cpuset with its record and acts on a difference. A first look
-/// takes no lock (most checks find the container where placed put it); a difference is
-/// looked at again under the container's operation lock, after any move in progress.
-pub(crate) async fn check(handle: &Handle) -> Result<(), DaemonError> {
-    let Some(now) = found(handle).await? else {
-        return Ok(());
-    };
-    if verdict(&handle.record()?, &now) == Verdict::Agrees {
-        return Ok(());
-    }
-    let _guard = handle.begin("checking its cpuset").await?;
-    let Some(now) = found(handle).await? else {
-        return Ok(());
-    };
-    let rec = handle.record()?;
-    match verdict(&rec, &now) {
-        Verdict::Agrees | Verdict::Known => Ok(()),
-        Verdict::Back => {
-            handle.with(|e| e.record.overridden = None)?;
-            handle.event(
-                EventKind::State,
-                rec.state,
-                rec.assigned.as_ref().and_then(|a| a.placement.clone()),
-                format!("its cpuset is back where placed put it ({now})"),
-            );
-            handle.shared.persist().await
-        }
-        Verdict::New(d) => act(handle, &rec, d).await,
-    }
-}
-
-/// Reports an override and applies the container's policy to it. The caller holds the
-/// container's operation lock.
-async fn act(handle: &Handle, rec: &ContainerRecord, d: Difference) -> Result<(), DaemonError> {
-    let shared = &handle.shared;
-    let config = shared.config();
-    let policy = rec.on_override.unwrap_or(config.policy.on_override);
-    let action = match policy {
-        OnOverride::Leave => Action::Left,
-        OnOverride::Adopt => Action::Adopted,
-        // Once given up, it stays given up until the operator places the container again.
-        OnOverride::Reassert
-            if rec.overridden.as_ref().map(|o| o.action) == Some(Action::GaveUp) =>
-        {
-            Action::GaveUp
-        }
-        OnOverride::Reassert => {
-            let rule = Backoff {
-                limit: config.policy.reassert_limit,
-                window: config.policy.reassert_window,
-            };
-            let now = tokio::time::Instant::now();
-            if handle.with(|e| rule.admit(&mut e.reasserts, now))? {
-                Action::Reasserted
-            } else {
-                Action::GaveUp
-            }
-        }
-    };
-    let adoption = (action == Action::Adopted).then(|| adopted(shared, rec, &d.found));
-    let what = match action {
-        Action::Reasserted => "writing its placement back".to_owned(),
-        Action::Adopted => match adoption.as_ref().and_then(|a| a.placement.as_deref()) {
-            Some(p) => format!(
-                "adopted as placement {p}; placed no longer moves it until it is placed again"
-            ),
-            None => {
-                "adopted as an external cpuset; placed no longer moves it until it is placed again"
-                    .to_owned()
-            }
-        },
-        Action::Left => "left as it is (on-override leave)".to_owned(),
-        Action::GaveUp => format!(
-            "not written back: the limit of {} write-backs in {} s is spent (another controller keeps changing it); placed no longer moves it until it is placed again",
-            config.policy.reassert_limit,
-            config.policy.reassert_window.as_secs()
-        ),
-    };
-    let record = OverrideRecord {
-        expected: d.expected.clone(),
-        found: d.found.clone(),
-        action,
-        unix_ms: now_ms(),
-    };
-    let message = format!("cpuset changed outside placed: {d}; {what}");
-    tracing::warn!(
-        container = %rec.name,
-        expected = %d.expected,
-        found = %d.found,
-        action = action.name(),
-        "{message}"
-    );
-    shared.metrics.per_container.overridden(&rec.id);
-    shared
-        .metrics
-        .overrides
-        .get_or_create(&ActionLabel {
-            action: action.name().into(),
-        })
-        .inc();
-    let placement = rec.assigned.as_ref().and_then(|a| a.placement.clone());
-    shared.events.send(Event {
-        unix_ms: record.unix_ms,
-        container: rec.id.clone(),
-        kind: EventKind::Overridden,
-        state: rec.state,
-        placement,
-        message,
-        cpuset_override: Some(record.clone()),
-    });
-    match action {
-        Action::Reasserted => {
-            let Some(a) = rec.assigned.clone() else {
-                return Ok(());
-            };
-            let target = Target {
-                placement: a.placement,
-                units: a.units,
-                cpus: a.cpus,
-                mems: a.mems,
-                predicted: None,
-                reason: "written back after a change outside placed".into(),
-            };
-            let mode = shared.migration_mode();
-            handle.move_to(&target, &mode, Journal::EachMove).await?;
-            // The move ends what an earlier override held; this one stays on record.
-            handle.with(|e| e.record.overridden = Some(record))?;
-            handle.set_state(rec.state, &rec.detail);
-        }
-        Action::Adopted => {
-            let assigned = adoption.unwrap_or_else(|| adopted(shared, rec, &d.found));
-            let freed = handle.with(|e| {
-                let before = e.record.assigned.replace(assigned.clone());
-                e.record.overridden = Some(record);
-                before.is_some_and(|b| b.units != assigned.units)
-            })?;
-            if freed {
-                shared.wake_sharers(&rec.id);
-            }
-        }
-        Action::Left | Action::GaveUp => {
-            handle.with(|e| e.record.overridden = Some(record))?;
-        }
-    }
-    shared.persist().await
-}
-
-/// The placement an adopted cpuset stands for: the important placement for the container's
-/// vCPUs with exactly these sets (and its units), else an external cpuset holding no unit:
-/// placed reserves only what it chose.
-fn adopted(shared: &Shared, rec: &ContainerRecord, found: &Cpuset) -> Assigned {
-    let matching = shared.placements(rec.vcpus).ok().and_then(|set| {
-        set.placements
-            .iter()
-            .find(|p| p.cpus == found.cpus && p.mems == found.mems)
-            .cloned()
-    });
-    match matching {
-        Some(p) => Assigned {
-            placement: Some(p.id),
-            units: p.units,
-            cpus: p.cpus,
-            mems: p.mems,
-        },
-        None => Assigned {
-            placement: None,
-            units: Vec::new(),
-            cpus: found.cpus.clone(),
-            mems: found.mems.clone(),
-        },
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::state::{Lifecycle, Migration, VcpuSource};
-    use placed_core::policy::Policy;
-
-    fn sets(cpus: &str, mems: &str) -> Cpuset {
-        Cpuset {
-            cpus: cpus.parse().unwrap(),
-            mems: mems.parse().unwrap(),
-        }
-    }
-
-    fn placed(cpus: &str, mems: &str) -> ContainerRecord {
-        ContainerRecord {
-            id: "/ctr/c".into(),
-            name: "c".into(),
-            runtime: "cgroup".into(),
-            runtime_id: "/ctr/c".into(),
-            vcpus: 4,
-            vcpus_source: VcpuSource::Request,
-            policy: Policy::SmartAggressive,
-            state: Lifecycle::Watched,
-            detail: String::new(),
-            original: None,
-            assigned: Some(Assigned {
-                placement: Some("p".into()),
-                units: vec![0],
-                cpus: cpus.parse().unwrap(),
-                mems: mems.parse().unwrap(),
-            }),
-            migration: None,
-            resume: None,
-            metric: None,
-            prediction: None,
-            updated_unix_ms: 0,
-            on_override: None,
-            overridden: None,
-        }
-    }
-
-    fn with_override(mut rec: ContainerRecord, found: Cpuset, action: Action) -> ContainerRecord {
-        let a = rec.assigned.clone().unwrap();
-        rec.overridden = Some(OverrideRecord {
-            expected: Cpuset {
-                cpus: a.cpus,
-                mems: a.mems,
-            },
-            found,
-            action,
-            unix_ms: 0,
-        });
-        rec
-    }
-
-    #[test]
-    fn a_container_where_placed_put_it_agrees() {
-        assert_eq!(
-            verdict(&placed("0-3", "0"), &sets("0-3", "0")),
-            Verdict::Agrees
-        );
-        // Never placed: nothing was enacted, so nothing can be undone.
-        let mut never = placed("0-3", "0");
-        never.assigned = None;
-        assert_eq!(verdict(&never, &sets("0-31", "0-1")), Verdict::Agrees);
-    }
-
-    #[test]
-    fn a_different_cpuset_is_new_with_both_sides() {
-        match verdict(&placed("0-3", "0"), &sets("0-7", "0-1")) {
-            Verdict::New(d) => {
-                assert_eq!(d.expected, sets("0-3", "0"));
-                assert_eq!(d.found, sets("0-7", "0-1"));
-            }
-            other => panic!("{other:?}"),
-        }
-    }
-
-    #[test]
-    fn the_daemons_own_move_in_flight_is_no_override() {
-        let mut moving = placed("0-3", "0");
-        moving.migration = Some(Migration {
-            from: sets("0-3", "0"),
-            to: Assigned {
-                placement: Some("q".into()),
-                units: vec![1],
-                cpus: "16-19".parse().unwrap(),
-                mems: "1".parse().unwrap(),
-            },
-            started_unix_ms: 0,
-            frozen: false,
-        });
-        // Half-way: new CPUs, old nodes.
-        assert_eq!(verdict(&moving, &sets("16-19", "0")), Verdict::Agrees);
-        let mut measuring = placed("0-3", "0");
-        measuring.resume = measuring.assigned.clone();
-        assert_eq!(verdict(&measuring, &sets("16-19", "1")), Verdict::Agrees);
-    }
-
-    #[test]
-    fn an_override_already_handled_is_reported_once() {
-        for action in [Action::Left, Action::GaveUp] {
-            let rec = with_override(placed("0-3", "0"), sets("0-7", "0"), action);
-            assert_eq!(
-                verdict(&rec, &sets("0-7", "0")),
-                Verdict::Known,
-                "{action:?}"
-            );
-            // Changed again: a new override.
-            assert!(matches!(verdict(&rec, &sets("0-5", "0")), Verdict::New(_)));
-            // Put back by someone else.
-            assert_eq!(
-                verdict(&rec, &sets("0-3", "0")),
-                Verdict::Back,
-                "{action:?}"
-            );
-        }
-        // A written-back placement changed again to the same cpuset is the fight going on:
-        // new each time, so that the write-back limit sees it.
-        let rec = with_override(placed("0-3", "0"), sets("0-7", "0"), Action::Reasserted);
-        assert!(matches!(verdict(&rec, &sets("0-7", "0")), Verdict::New(_)));
-        assert_eq!(verdict(&rec, &sets("0-3", "0")), Verdict::Agrees);
-    }
 }

@@ -19,10 +19,11 @@ use placed_host::observe::SourceSpec;
 
 use super::decide::Why;
 use super::drift;
+use super::entry::usable_prediction;
 use super::error::DaemonError;
-use super::evaluate::{MetricSlot, usable_prediction};
 use super::events::now_ms;
 use super::handle::Handle;
+use super::measure::MetricSlot;
 use super::moving::Journal;
 
 /// What the task does after a step.
@@ -37,7 +38,7 @@ pub(crate) enum Next {
 
 /// Starts the container's lifecycle task.
 pub(crate) fn spawn(handle: Handle) {
-    let tracker = handle.shared.tasks.clone();
+    let tracker = handle.core.tasks.clone();
     tracker.spawn(async move { run(handle).await });
 }
 
@@ -76,11 +77,14 @@ async fn run(handle: Handle) {
                 // The container stopped under this step (its cgroup is gone): forget it
                 // now, with one event saying so, instead of recording an error for it and
                 // retrying until the next resync notices.
-                super::discovery::forget(&handle.shared, &handle.id).await;
+                handle.core.forget(&handle.id).await;
                 return;
             }
             Err(e) => {
-                let retry = backoff(handle.shared.config().containers.resync_interval, failures);
+                let retry = backoff(
+                    handle.core.settings.config().containers.resync_interval,
+                    failures,
+                );
                 failures = failures.saturating_add(1);
                 handle.fail(&e);
                 Some(retry)
@@ -101,7 +105,7 @@ async fn run(handle: Handle) {
 
 async fn step(handle: &Handle, source: &mut MetricSlot) -> Result<Next, DaemonError> {
     let (rec, generation) = handle.settings()?;
-    let shared = &handle.shared;
+    let core = &handle.core;
     // A pushed metric must accept samples at any time, not only while measuring.
     if matches!(rec.metric, Some(SourceSpec::Pushed { .. })) {
         source.ensure(handle, &rec).await?;
@@ -145,7 +149,7 @@ async fn step(handle: &Handle, source: &mut MetricSlot) -> Result<Next, DaemonEr
                 if !handle.unchanged_since(generation) {
                     return Ok(Next::Again);
                 }
-                let set = shared.placements(rec.vcpus)?;
+                let set = core.node.placements(rec.vcpus)?;
                 let Some(prediction) = handle
                     .evaluate(&set, source, generation, Journal::EachMove)
                     .await?
@@ -164,7 +168,7 @@ async fn step(handle: &Handle, source: &mut MetricSlot) -> Result<Next, DaemonEr
                     .apply_policy(&set, &rec.policy, Some(&prediction), None, Why::Automatic)
                     .await?;
                 drop(guard);
-                Ok(Next::Sleep(shared.config().observe.watch_interval))
+                Ok(Next::Sleep(core.settings.config().observe.watch_interval))
             }
             _ => {
                 let prediction = usable_prediction(&rec).cloned();
@@ -186,7 +190,7 @@ async fn place_by_own_policy(
     if !handle.unchanged_since(generation) {
         return Ok(Next::Again);
     }
-    let set = handle.shared.placements(rec.vcpus)?;
+    let set = handle.core.node.placements(rec.vcpus)?;
     handle
         .apply_policy(&set, &rec.policy, prediction, None, Why::Automatic)
         .await?;
@@ -202,7 +206,7 @@ async fn watch(
     generation: u64,
     source: &mut MetricSlot,
 ) -> Result<Next, DaemonError> {
-    let interval = handle.shared.config().observe.watch_interval;
+    let interval = handle.core.settings.config().observe.watch_interval;
     let Some(prediction) = usable_prediction(rec) else {
         return Ok(Next::Idle);
     };
@@ -229,10 +233,10 @@ async fn watch(
     };
     if baseline.1 > 0.0 {
         let observed = m.estimate.value / baseline.1;
-        let metrics = &handle.shared.metrics;
+        let metrics = &handle.core.telemetry.metrics;
         metrics.per_container.observed(&rec.id, observed);
     }
-    let config = handle.shared.config();
+    let config = handle.core.settings.config();
     let policy = &config.policy;
     let predicted = drift::predicted_interval(baseline, relative, range, policy.drift);
     let observed = (m.estimate.lo, m.estimate.hi);

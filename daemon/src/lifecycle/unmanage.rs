@@ -16,13 +16,14 @@ use placed_core::cpuset::{CpuSet, NodeSet};
 use placed_core::policy::Target;
 use placed_host::migrate::Mode;
 
-use super::adopt::settle_interrupted;
+use super::daemon::Daemon;
+use super::entry::OpGuard;
 use super::error::{DaemonError, joined};
 use super::events::{Event, EventKind, now_ms};
 use super::handle::Handle;
 use super::moving::Journal;
-use super::registry::OpGuard;
-use super::{Daemon, task};
+use super::settle::settle_interrupted;
+use super::task;
 
 /// What `Unmanage` did.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,7 +55,7 @@ impl Daemon {
     /// Hands a container back; `restore` puts back the cpuset it had before placed first
     /// moved it, when the state records one.
     pub async fn unmanage(&self, reference: &str, restore: bool) -> Result<Unmanaged, DaemonError> {
-        let handle = self.shared.find(reference)?;
+        let handle = Handle::find(&self.core, reference)?;
         // In a task of its own: a caller that gives up (a cancelled request) must not leave
         // the container with its task stopped and its record still there.
         let this = self.clone();
@@ -97,7 +98,7 @@ impl Daemon {
             Ok(left) => Ok(self.forget_handed_back(&handle, left, notes).await),
             Err(e) => {
                 // Still managed: its task starts again, under a token of its own.
-                let _ = handle.with(|entry| entry.cancel = self.shared.cancel.child_token());
+                let _ = handle.with(|entry| entry.cancel = self.core.cancel.child_token());
                 task::spawn(handle.clone());
                 Err(e)
             }
@@ -114,9 +115,9 @@ impl Daemon {
     ) -> Result<(String, bool, CpuSet, NodeSet), DaemonError> {
         let (mut rec, container) = handle.with(|e| (e.record.clone(), e.container.clone()))?;
         if rec.migration.is_some() || rec.resume.is_some() {
-            let shared = self.shared.clone();
+            let core = self.core.clone();
             let settled = tokio::task::spawn_blocking(move || {
-                let notes = settle_interrupted(&shared, &container, &mut rec);
+                let notes = settle_interrupted(&core, &container, &mut rec);
                 (rec, notes)
             })
             .await;
@@ -131,7 +132,7 @@ impl Daemon {
         }
         // The stopped task's token is spent; a restore's move (and a restarted task, if the
         // restore fails) gets a new one, still stopped by shutdown.
-        handle.with(|e| e.cancel = self.shared.cancel.child_token())?;
+        handle.with(|e| e.cancel = self.core.cancel.child_token())?;
         let restored = match (restore, rec.original.clone()) {
             (false, _) => false,
             (true, None) => {
@@ -180,9 +181,9 @@ impl Daemon {
         (name, restored, cpus, mems): (String, bool, CpuSet, NodeSet),
         mut notes: Vec<String>,
     ) -> Unmanaged {
-        let shared = &self.shared;
-        shared.unmanaged().insert(handle.id.clone());
-        let removed = shared.registry().entries.remove(&handle.id);
+        let core = &self.core;
+        core.containers.unmanaged().insert(handle.id.clone());
+        let removed = core.containers.registry().entries.remove(&handle.id);
         let (state, held_units) =
             removed.map_or((crate::state::Lifecycle::Discovered, false), |e| {
                 (
@@ -195,10 +196,10 @@ impl Daemon {
             });
         if held_units {
             // Its units are free again: aggressive containers may share them.
-            shared.wake_sharers(&handle.id);
+            core.containers.wake_sharers(&handle.id);
         }
-        shared.update_gauges();
-        if let Err(e) = shared.persist().await {
+        core.update_gauges();
+        if let Err(e) = core.persist().await {
             tracing::error!(error = %e.line(), "cannot write the state file after handing a container back");
             notes.push(format!(
                 "the state file could not be written ({}); the next write records it",
@@ -206,7 +207,7 @@ impl Daemon {
             ));
         }
         let detail = notes.join("; ");
-        shared.events.send(Event {
+        core.telemetry.events.send(Event {
             unix_ms: now_ms(),
             container: handle.id.clone(),
             kind: EventKind::Unmanaged,

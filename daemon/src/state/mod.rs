@@ -231,6 +231,33 @@ pub struct ContainerRecord {
 }
 
 impl ContainerRecord {
+    /// A container just found, known by `id` (its cgroup path) and `name`, not yet
+    /// measured, placed or watched: a plain cgroup unless the caller says otherwise
+    /// (`ContainerRecord { runtime, ..ContainerRecord::new(..) }`). The one place a record
+    /// is made whole, so that a field added later has one default.
+    pub fn new(id: &str, name: &str, vcpus: usize, policy: Policy) -> Self {
+        Self {
+            id: id.to_owned(),
+            name: name.to_owned(),
+            runtime: "cgroup".to_owned(),
+            runtime_id: id.to_owned(),
+            vcpus,
+            vcpus_source: VcpuSource::Request,
+            policy,
+            state: Lifecycle::Discovered,
+            detail: String::new(),
+            original: None,
+            assigned: None,
+            migration: None,
+            resume: None,
+            metric: None,
+            prediction: None,
+            updated_unix_ms: 0,
+            on_override: None,
+            overridden: None,
+        }
+    }
+
     /// Whether an override holds the container where it is: the lifecycle does not move it
     /// until it is placed again.
     pub fn held(&self) -> bool {

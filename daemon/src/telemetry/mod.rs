@@ -87,6 +87,10 @@ pub struct Metrics {
     pub overrides: Family<ActionLabel, Counter>,
     /// `Watch` streams open now (at most `grpc.max_watchers`).
     pub watchers: Gauge,
+    /// Writes of the state file (saves queued behind a write are covered by the next one).
+    pub state_writes: Counter,
+    /// Checks of a managed container's cpuset against what placed enacted.
+    pub cpuset_checks: Counter,
     /// Per-container families, read from the daemon at each scrape.
     pub per_container: Arc<containers::PerContainer>,
 }
@@ -124,6 +128,8 @@ impl Default for Metrics {
         let metric_samples = Counter::default();
         let overrides = Family::<ActionLabel, Counter>::default();
         let watchers = Gauge::default();
+        let state_writes = Counter::default();
+        let cpuset_checks = Counter::default();
         registry.register(
             "containers",
             "Containers per lifecycle state",
@@ -166,6 +172,16 @@ impl Default for Metrics {
             "Watch streams open now (at most grpc.max_watchers)",
             watchers.clone(),
         );
+        registry.register(
+            "state_writes",
+            "Writes of the state file",
+            state_writes.clone(),
+        );
+        registry.register(
+            "cpuset_checks",
+            "Checks of a managed container's cpuset against what placed enacted",
+            cpuset_checks.clone(),
+        );
         for state in Lifecycle::ALL {
             let _zero = containers.get_or_create(&StateLabel {
                 state: state.name().into(),
@@ -188,6 +204,8 @@ impl Default for Metrics {
             metric_samples,
             overrides,
             watchers,
+            state_writes,
+            cpuset_checks,
             per_container,
         }
     }

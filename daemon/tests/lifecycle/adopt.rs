@@ -4,7 +4,7 @@
 //!    Docker still calls it paused, and its `unpause` must still work.
 
 use placed::lifecycle::EventKind;
-use placed::state::{Assigned, ContainerRecord, Cpuset, Lifecycle, Migration, VcpuSource};
+use placed::state::{Assigned, ContainerRecord, Cpuset, Lifecycle, Migration};
 use placed_core::policy::Policy;
 use placed_host::cgroup::{CgroupPath, Version};
 
@@ -26,16 +26,7 @@ fn assigned(at: (&str, &str), placement: &str) -> Assigned {
 /// The record of a container a previous run was moving from [`FROM`] to [`TO`].
 fn moving(name: &str, frozen: bool, resume: Option<Assigned>) -> ContainerRecord {
     ContainerRecord {
-        id: cg(name),
-        name: name.into(),
-        runtime: "cgroup".into(),
-        runtime_id: cg(name),
-        vcpus: 4,
-        vcpus_source: VcpuSource::Request,
-        policy: Policy::Observe,
         state: Lifecycle::Migrating,
-        detail: String::new(),
-        original: None,
         assigned: Some(assigned(FROM, "from")),
         migration: Some(Migration {
             from: Cpuset {
@@ -47,11 +38,7 @@ fn moving(name: &str, frozen: bool, resume: Option<Assigned>) -> ContainerRecord
             frozen,
         }),
         resume,
-        metric: None,
-        prediction: None,
-        updated_unix_ms: 0,
-        on_override: None,
-        overridden: None,
+        ..ContainerRecord::new(&cg(name), name, 4, Policy::Observe)
     }
 }
 

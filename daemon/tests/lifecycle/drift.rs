@@ -6,7 +6,6 @@ use std::time::Duration;
 use placed::lifecycle::EventKind;
 use placed::state::{
     Assigned, ContainerRecord, Lifecycle, ObservationRecord, PredictedRecord, PredictionRecord,
-    VcpuSource,
 };
 use placed_core::placement::Placement;
 use placed_core::policy::Policy;
@@ -20,24 +19,13 @@ const BASELINE: f64 = 1000.0;
 fn watched(name: &str, p: &Placement) -> ContainerRecord {
     let vcpus = 4;
     ContainerRecord {
-        id: cg(name),
-        name: name.into(),
-        runtime: "cgroup".into(),
-        runtime_id: cg(name),
-        vcpus,
-        vcpus_source: VcpuSource::Request,
-        policy: Policy::Model { goal: 0.9 },
         state: Lifecycle::Watched,
-        detail: String::new(),
-        original: None,
         assigned: Some(Assigned {
             placement: Some(p.id.clone()),
             units: p.units.clone(),
             cpus: p.cpus.clone(),
             mems: p.mems.clone(),
         }),
-        migration: None,
-        resume: None,
         prediction: Some(PredictionRecord {
             model_id: "crafted".into(),
             below_gate: None,
@@ -68,9 +56,7 @@ fn watched(name: &str, p: &Placement) -> ContainerRecord {
             unix_ms: 0,
         }),
         metric: pushed(),
-        updated_unix_ms: 0,
-        on_override: None,
-        overridden: None,
+        ..ContainerRecord::new(&cg(name), name, vcpus, Policy::Model { goal: 0.9 })
     }
 }
 

@@ -13,6 +13,7 @@ mod adopt;
 mod backoff;
 mod busy;
 mod drift;
+mod layout;
 mod metric;
 mod reconcile;
 mod settings;

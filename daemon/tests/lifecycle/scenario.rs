@@ -31,6 +31,7 @@ use placed_core::policy::Policy;
 use placed_core::reconcile::OnOverride;
 use placed_host::cgroup::{CgroupPath, Version};
 use placed_host::kernel::fake::FakeKernel;
+use placed_host::migrate::HoldPoint;
 use placed_host::observe::SourceSpec;
 use placed_models::data::{
     DATA_FORMAT_VERSION, MachineHeader, Measurement, PlacementInfo, RunRecord,
@@ -140,6 +141,8 @@ pub struct Scenario {
     pub kernel: Arc<FakeKernel>,
     pub machine: Machine,
     pub config: Config,
+    /// Where moves wait (fast mode only), when a test holds them there.
+    pub hold: Option<HoldPoint>,
     dir: tempfile::TempDir,
     records: Vec<ContainerRecord>,
 }
@@ -178,6 +181,7 @@ impl Scenario {
             kernel,
             machine: machine(),
             config,
+            hold: None,
             dir,
             records: Vec::new(),
         }
@@ -241,6 +245,16 @@ impl Scenario {
         self
     }
 
+    /// Fast moves will wait after their first chunk while the returned hold point's file
+    /// exists (the test creates it when it wants the next move held).
+    pub fn hold_moves(&mut self) -> HoldPoint {
+        let hold = HoldPoint {
+            release: self.dir.path().join("hold"),
+        };
+        self.hold = Some(hold.clone());
+        hold
+    }
+
     pub fn placements(&self, v: usize) -> PlacementSet {
         important_placements(&self.machine, v).unwrap()
     }
@@ -263,7 +277,7 @@ impl Scenario {
             machine: self.machine.clone(),
             host: self.kernel.host(),
             pmu: false,
-            migration_hold: None,
+            migration_hold: self.hold.clone(),
         };
         let state_file = self.config.daemon.state_file.clone();
         let model_dir = self.config.daemon.model_dir.clone();

@@ -44,6 +44,7 @@
 //! - `verify`: the `/proc/<tid>/status` check of every task.
 
 mod apply;
+mod cgroup_view;
 mod host;
 mod verify;
 

@@ -1,20 +1,21 @@
-//! The containers the daemon manages, in memory, with their persistent records.
-//!
-//! Held behind a std mutex taken briefly by every command and task (never across an
-//! await or a file write): the state file is written from snapshots (see `persist`).
+//! One managed container as the daemon holds it in memory: its persistent record, the
+//! runtime's view of it, and what its task and the API's commands coordinate through (its
+//! operation lock, its wake-up, its settings generation).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
 use tokio::sync::{Notify, OwnedMutexGuard};
 use tokio_util::sync::CancellationToken;
 
-use crate::state::{ContainerRecord, Lifecycle, PredictionRecord};
+use crate::state::{Assigned, ContainerRecord, PredictionRecord};
+use placed_core::reconcile::Action;
 use placed_host::containers::Container;
 use placed_host::observe::Reporter;
 
 use super::error::DaemonError;
+use super::inflight::InFlight;
+use super::requests::PlaceOutcome;
 
 /// One managed container.
 #[derive(Debug)]
@@ -46,8 +47,15 @@ pub struct Entry {
     /// When placed last wrote its placement back after outside changes (the write-back
     /// limit counts them); cleared when it is placed again.
     pub reasserts: Vec<tokio::time::Instant>,
-    /// A check of its cpuset is queued or running: a second is not started.
+    /// The `Place` in flight, which a request for the same joins.
+    pub placing: Option<InFlight<PlaceOutcome>>,
+    /// The on-demand prediction in flight, which concurrent `Predict`s join.
+    pub predicting: Option<InFlight<PredictionRecord>>,
+    /// A check of its cpuset is queued or running: a second is not started...
     pub check_pending: bool,
+    /// ... but asked for meanwhile, it runs again when the first ends (the first may have
+    /// read the cpuset before the write that asked).
+    pub check_again: bool,
 }
 
 /// Held while an operation runs.
@@ -62,88 +70,46 @@ impl From<OwnedMutexGuard<()>> for OpGuard {
     }
 }
 
-#[derive(Debug, Default)]
-pub struct Registry {
-    pub entries: BTreeMap<String, Entry>,
-}
+impl Entry {
+    /// A container newly under management, its task not yet started; `cancel` is a child
+    /// of the daemon's token, so that shutdown stops it too.
+    pub fn new(record: ContainerRecord, container: Container, cancel: CancellationToken) -> Self {
+        Self {
+            record,
+            container,
+            op: Arc::new(tokio::sync::Mutex::new(())),
+            doing: None,
+            by_api: false,
+            in_host: Arc::new(tokio::sync::Mutex::new(())),
+            reporter: None,
+            cancel,
+            wake: Arc::new(Notify::new()),
+            settings: 0,
+            reasserts: Vec::new(),
+            placing: None,
+            predicting: None,
+            check_pending: false,
+            check_again: false,
+        }
+    }
 
-impl Registry {
-    /// The key of the container a reference names: its id (cgroup path), runtime id,
-    /// name, or a unique prefix of the runtime id (12 hex digits as `docker ps` shows).
-    pub fn key_of(&self, reference: &str) -> Option<String> {
-        if self.entries.contains_key(reference) {
-            return Some(reference.to_owned());
-        }
-        let slashed = format!("/{}", reference.trim_start_matches('/'));
-        if self.entries.contains_key(&slashed) {
-            return Some(slashed);
-        }
-        let exact: Vec<&String> = self
-            .entries
-            .iter()
-            .filter(|(_, e)| e.record.runtime_id == reference || e.record.name == reference)
-            .map(|(k, _)| k)
-            .collect();
-        if let [one] = exact.as_slice() {
-            return Some((*one).clone());
-        }
-        if reference.len() >= 6 {
-            let prefixed: Vec<&String> = self
-                .entries
-                .iter()
-                .filter(|(_, e)| e.record.runtime_id.starts_with(reference))
-                .map(|(k, _)| k)
-                .collect();
-            if let [one] = prefixed.as_slice() {
-                return Some((*one).clone());
+    /// Ends what an override holds, for a `Place` or a `Manage` that changes the settings:
+    /// the record follows the host (a left or given-up override means the container is not
+    /// where the record says), and the write-back count starts again.
+    pub fn release_override(&mut self) {
+        if let Some(o) = self.record.overridden.take() {
+            if matches!(o.action, Action::Left | Action::GaveUp) {
+                self.record.assigned = Some(Assigned {
+                    placement: None,
+                    units: Vec::new(),
+                    cpus: o.found.cpus,
+                    mems: o.found.mems,
+                });
             }
         }
-        None
+        self.reasserts.clear();
     }
 
-    /// Counts per lifecycle state, every state present.
-    pub fn counts(&self) -> Vec<(Lifecycle, usize)> {
-        Lifecycle::ALL
-            .iter()
-            .map(|&s| {
-                (
-                    s,
-                    self.entries
-                        .values()
-                        .filter(|e| e.record.state == s)
-                        .count(),
-                )
-            })
-            .collect()
-    }
-
-    /// Units held by every container but `except`.
-    pub fn taken_units(&self, except: &str) -> Vec<usize> {
-        let mut taken: Vec<usize> = self
-            .entries
-            .iter()
-            .filter(|(k, _)| k.as_str() != except)
-            .flat_map(|(_, e)| {
-                let mut u: Vec<usize> = e
-                    .record
-                    .assigned
-                    .iter()
-                    .flat_map(|a| a.units.iter().copied())
-                    .collect();
-                // A migration in flight holds both ends.
-                if let Some(m) = &e.record.migration {
-                    u.extend(m.to.units.iter().copied());
-                }
-                u
-            })
-            .collect();
-        taken.sort_unstable();
-        taken.dedup();
-        taken
-    }
-}
-
-impl Entry {
     /// Stores a prediction computed from the settings of generation `since`. Refused (and
     /// `false`) when the settings changed meanwhile or the prediction is for another v: a
     /// stale result must never stand for the container's current settings.
@@ -178,55 +144,40 @@ impl Entry {
     }
 }
 
+/// A prediction the daemon may act on: one for the container as it is now (one for another
+/// v does not apply) from a model that passed the accuracy gate.
+pub(crate) fn usable_prediction(rec: &ContainerRecord) -> Option<&PredictionRecord> {
+    rec.prediction
+        .as_ref()
+        .filter(|p| p.vcpus == rec.vcpus && p.below_gate.is_none())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::VcpuSource;
+    use crate::state::Lifecycle;
     use placed_core::policy::Policy;
     use placed_host::cgroup::CgroupPath;
     use placed_host::containers::Runtime;
 
     fn entry(vcpus: usize) -> Entry {
         let cgroup = CgroupPath::parse("/test/c1").unwrap();
-        Entry {
-            record: ContainerRecord {
-                id: cgroup.to_string(),
-                name: "c1".into(),
-                runtime: "cgroup".into(),
-                runtime_id: cgroup.to_string(),
-                vcpus,
-                vcpus_source: VcpuSource::Request,
-                policy: Policy::Model { goal: 0.9 },
-                state: Lifecycle::Baseline,
-                detail: String::new(),
-                original: None,
-                assigned: None,
-                migration: None,
-                resume: None,
-                metric: None,
-                prediction: None,
-                updated_unix_ms: 0,
-                on_override: None,
-                overridden: None,
-            },
-            container: Container {
-                runtime: Runtime::Cgroup,
-                id: cgroup.to_string(),
-                name: None,
-                pod: None,
-                cgroup,
-            },
-            op: Arc::new(tokio::sync::Mutex::new(())),
-            doing: None,
-            by_api: false,
-            in_host: Arc::new(tokio::sync::Mutex::new(())),
-            reporter: None,
-            cancel: CancellationToken::new(),
-            wake: Arc::new(Notify::new()),
-            settings: 0,
-            reasserts: Vec::new(),
-            check_pending: false,
-        }
+        let record = ContainerRecord::new(
+            &cgroup.to_string(),
+            "c1",
+            vcpus,
+            Policy::Model { goal: 0.9 },
+        );
+        let container = Container {
+            runtime: Runtime::Cgroup,
+            id: cgroup.to_string(),
+            name: None,
+            pod: None,
+            cgroup,
+        };
+        let mut e = Entry::new(record, container, CancellationToken::new());
+        e.record.state = Lifecycle::Baseline;
+        e
     }
 
     fn prediction(vcpus: usize) -> PredictionRecord {
@@ -264,7 +215,6 @@ mod tests {
 
     #[test]
     fn a_prediction_from_a_model_below_the_gate_is_kept_but_never_acted_on() {
-        use crate::lifecycle::evaluate::usable_prediction;
         let mut e = entry(4);
         let gated = PredictionRecord {
             below_gate: Some("cross-validated error 217.0% mean".into()),

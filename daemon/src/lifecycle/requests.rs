@@ -1,0 +1,80 @@
+//! What the API asks of the daemon and what it answers, in the daemon's own terms: the
+//! service converts messages into these and back; nothing here knows gRPC.
+
+use std::time::Duration;
+
+use crate::state::{ContainerRecord, Lifecycle};
+use placed_core::cpuset::{CpuSet, NodeSet};
+use placed_core::policy::{self, Policy};
+use placed_core::reconcile::OnOverride;
+use placed_host::observe::SourceSpec;
+
+use super::models::{LoadedModel, LoadedSizesModel};
+
+/// A container as the API shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContainerView {
+    pub record: ContainerRecord,
+    /// Its override policy in force: its own, else the configured default.
+    pub on_override: OnOverride,
+    /// The operation in progress, if any.
+    pub doing: Option<String>,
+}
+
+/// What `Manage` asks for; unset fields keep the container's current settings.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ManageRequest {
+    pub container: String,
+    pub vcpus: Option<usize>,
+    pub policy: Option<Policy>,
+    pub metric: Option<SourceSpec>,
+    pub on_override: Option<OnOverride>,
+}
+
+/// Where `Place` puts a container.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PlaceTarget {
+    /// The container's own policy.
+    OwnPolicy,
+    /// A policy, which becomes the container's.
+    Policy(Policy),
+    /// A policy for this move only: the container keeps its own, which may move it again
+    /// at its next evaluation (`placectl place --keep-policy`).
+    Once(Policy),
+}
+
+/// What `Place` did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlaceOutcome {
+    pub container: String,
+    pub placement: Option<String>,
+    pub cpus: CpuSet,
+    pub mems: NodeSet,
+    pub moved: bool,
+    pub bytes_moved: u64,
+    pub duration: Duration,
+    pub reason: String,
+}
+
+/// What `Recommend` answers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recommendation {
+    pub container: String,
+    pub target: policy::Target,
+    pub would_move: bool,
+    pub reason: String,
+}
+
+/// The daemon's own state, for `GetStatus` and `placectl status`.
+#[derive(Debug, Clone)]
+pub struct StatusView {
+    pub fingerprint: String,
+    pub uptime: Duration,
+    pub counts: Vec<(Lifecycle, usize)>,
+    pub models: Vec<LoadedModel>,
+    /// Models across sizes, for sizes without their own.
+    pub across: Vec<LoadedSizesModel>,
+    pub state_file: String,
+    pub cgroup: String,
+    pub warnings: Vec<String>,
+}
