@@ -179,6 +179,7 @@ fn seeded_state(machine: &Machine, ids: &[(String, String)], placement: &str) ->
     State {
         written_unix_ms: 0,
         unmanaged: Vec::new(),
+        reservations: Vec::new(),
         fingerprint: machine.fingerprint().to_owned(),
         containers: ids
             .iter()

@@ -8,9 +8,7 @@ mod fuzz;
 use std::path::{Path, PathBuf};
 
 use placed::config::Config;
-use placed::state::{
-    Assigned, ContainerRecord, Lifecycle, State, StateStore, VcpuSource, validate,
-};
+use placed::state::{Assigned, ContainerRecord, Lifecycle, State, StateStore, validate};
 use placed_core::machine::{Machine, TopologySource};
 use placed_core::policy::Policy;
 use proptest::prelude::*;
@@ -101,30 +99,20 @@ fn machine() -> Machine {
 
 fn record(id: &str, units: Vec<usize>, cpus: &str, mems: &str) -> ContainerRecord {
     ContainerRecord {
-        id: id.into(),
-        name: "web".into(),
         runtime: "docker".into(),
         runtime_id: "abc".into(),
-        vcpus: 4,
-        vcpus_source: VcpuSource::Request,
-        policy: Policy::Model { goal: 0.9 },
         state: Lifecycle::Watched,
-        detail: String::new(),
-        original: None,
         assigned: Some(Assigned {
             placement: None,
             units,
             cpus: cpus.parse().expect("a cpu list"),
             mems: mems.parse().expect("a node list"),
         }),
-        migration: None,
-        resume: None,
         metric: Some(placed_host::observe::SourceSpec::Pushed { counter: false }),
-        prediction: None,
         updated_unix_ms: 1_700_000_000_000,
         // Set, so that the fuzzer edits it too.
         on_override: Some(placed_core::reconcile::OnOverride::Reassert),
-        overridden: None,
+        ..ContainerRecord::new(id, "web", 4, Policy::Model { goal: 0.9 })
     }
 }
 
@@ -137,6 +125,7 @@ fn state(machine: &Machine) -> State {
             record("/docker/def", vec![1], "4-7", "1"),
         ],
         unmanaged: vec!["/docker/handed-back".into()],
+        reservations: Vec::new(),
     }
 }
 

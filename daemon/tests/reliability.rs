@@ -52,6 +52,7 @@ fn manage(container: &str, policy: Option<Policy>) -> ManageRequest {
         policy,
         metric: None,
         on_override: None,
+        ..ManageRequest::default()
     }
 }
 

@@ -303,6 +303,7 @@ async fn unmanage_over_grpc_hands_a_container_back_and_it_stays_handed_back() {
         .watch(pb::WatchRequest {
             container: String::new(),
             resume_after_sequence: since,
+            ..pb::WatchRequest::default()
         })
         .await
         .unwrap()

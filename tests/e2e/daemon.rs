@@ -8,9 +8,7 @@
 use placed_core::exit::Exit;
 use std::time::Duration;
 
-use placed::state::{
-    Assigned, ContainerRecord, Cpuset, Lifecycle, Migration, State, StateStore, VcpuSource,
-};
+use placed::state::{Assigned, ContainerRecord, Cpuset, Lifecycle, Migration, State, StateStore};
 use placed_core::cpuset::{CpuSet, NodeSet};
 use placed_host::enact::Host;
 use placed_proto::v1 as pb;
@@ -590,6 +588,7 @@ fn a_restart_thaws_and_settles_an_interrupted_migration() {
     let state = State {
         written_unix_ms: 0,
         unmanaged: Vec::new(),
+        reservations: Vec::new(),
         fingerprint: placed_core::machine::Machine::load(
             &placed_core::machine::TopologySource::Host,
             None,
@@ -598,17 +597,7 @@ fn a_restart_thaws_and_settles_an_interrupted_migration() {
         .fingerprint()
         .to_owned(),
         containers: vec![ContainerRecord {
-            id: c1.to_string(),
-            name: "c1".into(),
-            runtime: "cgroup".into(),
-            runtime_id: c1.to_string(),
-            vcpus: 1,
-            vcpus_source: VcpuSource::Request,
-            policy: placed_core::policy::Policy::Observe,
             state: Lifecycle::Migrating,
-            detail: String::new(),
-            original: None,
-            assigned: None,
             migration: Some(Migration {
                 from: Cpuset {
                     cpus: cpus.clone(),
@@ -623,12 +612,12 @@ fn a_restart_thaws_and_settles_an_interrupted_migration() {
                 started_unix_ms: 0,
                 frozen: true,
             }),
-            resume: None,
-            metric: None,
-            prediction: None,
-            updated_unix_ms: 0,
-            on_override: None,
-            overridden: None,
+            ..ContainerRecord::new(
+                &c1.to_string(),
+                "c1",
+                1,
+                placed_core::policy::Policy::Observe,
+            )
         }],
     };
     StateStore::new(dir.path().join("state.json"))
@@ -661,6 +650,7 @@ fn a_state_file_from_another_machine_class_is_refused_with_instructions() {
         .save(&State {
             written_unix_ms: 0,
             unmanaged: Vec::new(),
+            reservations: Vec::new(),
             fingerprint: "mc1-0000000000000000".into(),
             containers: Vec::new(),
         })
@@ -1087,6 +1077,7 @@ fn a_request_during_an_operation_is_aborted_with_what_and_since_when() {
     let state = State {
         written_unix_ms: 0,
         unmanaged: Vec::new(),
+        reservations: Vec::new(),
         fingerprint: m.fingerprint().to_owned(),
         containers: vec![watched_under_model(
             &c1.to_string(),

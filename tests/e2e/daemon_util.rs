@@ -449,28 +449,16 @@ pub fn watched_under_model(
 ) -> placed::state::ContainerRecord {
     use placed::state::{
         Assigned, ContainerRecord, Lifecycle, ObservationRecord, PredictedRecord, PredictionRecord,
-        VcpuSource,
     };
     let vcpus = p.cpus.len();
     ContainerRecord {
-        id: id.into(),
-        name: id.rsplit('/').next().unwrap_or(id).into(),
-        runtime: "cgroup".into(),
-        runtime_id: id.into(),
-        vcpus,
-        vcpus_source: VcpuSource::Request,
-        policy: placed_core::policy::Policy::Model { goal: 0.9 },
         state: Lifecycle::Watched,
-        detail: String::new(),
-        original: None,
         assigned: Some(Assigned {
             placement: Some(p.id.clone()),
             units: p.units.clone(),
             cpus: p.cpus.clone(),
             mems: mems.clone(),
         }),
-        migration: None,
-        resume: None,
         prediction: Some(PredictionRecord {
             model_id: "crafted".into(),
             model_path: String::new(),
@@ -501,8 +489,11 @@ pub fn watched_under_model(
             third: None,
         }),
         metric: Some(metric),
-        updated_unix_ms: 0,
-        on_override: None,
-        overridden: None,
+        ..ContainerRecord::new(
+            id,
+            id.rsplit('/').next().unwrap_or(id),
+            vcpus,
+            placed_core::policy::Policy::Model { goal: 0.9 },
+        )
     }
 }

@@ -40,6 +40,9 @@ pub(crate) async fn restore(core: &Arc<Core>) -> Result<(), StartError> {
     core.containers
         .unmanaged()
         .extend(state.unmanaged.iter().cloned());
+    // Still held, each for what remains of its time; those past it end now.
+    let expired = core.reservations.restore(state.reservations.clone());
+    super::expiry::release(core, &expired, "expired while placed was down").await;
     let loaded = state.containers.clone();
     let mut adopted = Vec::new();
     let mut records = Vec::new();
@@ -62,6 +65,7 @@ pub(crate) async fn restore(core: &Arc<Core>) -> Result<(), StartError> {
             placement: rec.assigned.as_ref().and_then(|a| a.placement.clone()),
             message: format!("adopted from the state file: {note}"),
             cpuset_override: None,
+            labels: rec.labels.clone(),
         });
         let id = rec.id.clone();
         records.push(rec.clone());

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::state::{Lifecycle, PredictionRecord, VcpuSource};
+use crate::state::{ContainerRecord, Lifecycle, PredictionRecord, ReservationRecord, VcpuSource};
 use placed_core::policy::Policy;
 use placed_core::reconcile::OnOverride;
 use placed_host::migrate::Mode;
@@ -18,7 +18,7 @@ use super::events::now_ms;
 use super::handle::Handle;
 use super::joint::join_or_start;
 use super::models::LoadedModel;
-use super::register::{Registered, register};
+use super::register::{Registered, merged, register, start_on};
 use super::requests::{
     ContainerView, ManageRequest, PlaceOutcome, PlaceTarget, Recommendation, StatusView,
 };
@@ -65,39 +65,25 @@ impl Daemon {
         handle.with(|e| view(e, self.on_override_default()))
     }
 
-    /// Takes a container under management, or changes its settings.
+    /// Takes a container under management, or changes its settings; with a reservation,
+    /// starts it on the reserved units.
     pub async fn manage(&self, req: ManageRequest) -> Result<ContainerView, DaemonError> {
         self.check_manage(&req)?;
+        let claim = self.claim_of(&req)?;
+        let req = with_reservation(req, claim.as_ref());
+        if req.dry_run {
+            return self.manage_dry_run(&req).await;
+        }
         let handle = match Handle::find(&self.core, &req.container) {
             Ok(h) => h,
             Err(_) => {
-                let core = self.core.clone();
-                let reference = req.container.clone();
-                let resolved =
-                    tokio::task::spawn_blocking(move || core.node.host.resolve(&reference)).await;
-                let container = joined("finding a container", resolved)?.map_err(|source| {
-                    DaemonError::Host {
-                        doing: "finding",
-                        container: req.container.clone(),
-                        source: Box::new(source),
-                    }
-                })?;
-                // The root holds every other tenant: placing it would move the whole host,
-                // and a FAILED root could never be handed back.
-                if container.cgroup.is_root() {
-                    return Err(DaemonError::bad(
-                        "container",
-                        "the root cgroup is never managed; name a container or a cgroup below the root",
-                    ));
-                }
-                let (v, _) = super::register::initial_vcpus(&self.core, &container, Some(&req));
-                self.check_pinned(req.policy.as_ref(), v)?;
+                let container = self.resolve_new(&req).await?;
                 // Taken again after it was handed back: discovery follows it from now on.
                 self.core
                     .containers
                     .unmanaged()
                     .remove(&container.cgroup.to_string());
-                match register(&self.core, container, Some(&req)).await? {
+                match register(&self.core, container, Some(&req), claim.as_ref()).await? {
                     // Registered with the requested settings before its task started.
                     Registered::New(h) => return h.with(|e| view(e, self.on_override_default())),
                     // Discovery got there first: change its settings like any other's.
@@ -115,10 +101,88 @@ impl Daemon {
         self.check_pinned(req.policy.as_ref(), v)?;
         let guard = handle.try_begin("changing its settings")?;
         handle.with(|entry| apply_settings(entry, &req))?;
-        let saved = self.core.persist().await;
+        let saved = match &claim {
+            Some(r) => start_on(&handle, r).await,
+            None => self.core.persist().await,
+        };
         drop(guard);
         saved?;
         handle.with(|e| view(e, self.on_override_default()))
+    }
+
+    /// A container not managed yet, found on the host, checked as `Manage` requires.
+    async fn resolve_new(
+        &self,
+        req: &ManageRequest,
+    ) -> Result<placed_host::containers::Container, DaemonError> {
+        let core = self.core.clone();
+        let reference = req.container.clone();
+        let resolved =
+            tokio::task::spawn_blocking(move || core.node.host.resolve(&reference)).await;
+        let container =
+            joined("finding a container", resolved)?.map_err(|source| DaemonError::Host {
+                doing: "finding",
+                container: req.container.clone(),
+                source: Box::new(source),
+            })?;
+        // The root holds every other tenant: placing it would move the whole host, and a
+        // FAILED root could never be handed back.
+        if container.cgroup.is_root() {
+            return Err(DaemonError::bad(
+                "container",
+                "the root cgroup is never managed; name a container or a cgroup below the root",
+            ));
+        }
+        let (v, _) = super::register::initial_vcpus(&self.core, &container, Some(req));
+        self.check_pinned(req.policy.as_ref(), v)?;
+        Ok(container)
+    }
+
+    /// The reservation a request claims, checked against it.
+    fn claim_of(&self, req: &ManageRequest) -> Result<Option<ReservationRecord>, DaemonError> {
+        let Some(id) = &req.reservation else {
+            return Ok(None);
+        };
+        let r = self
+            .core
+            .reservations
+            .get(id)
+            .ok_or_else(|| DaemonError::UnknownReservation { id: id.clone() })?;
+        if let Some(v) = req.vcpus.filter(|&v| v != r.vcpus) {
+            return Err(DaemonError::ReservationMismatch {
+                id: id.clone(),
+                reason: format!(
+                    "it holds a placement for {} vCPUs and the request asks for {v}",
+                    r.vcpus
+                ),
+            });
+        }
+        Ok(Some(r))
+    }
+
+    /// What `Manage` would make of the container, with nothing changed.
+    async fn manage_dry_run(&self, req: &ManageRequest) -> Result<ContainerView, DaemonError> {
+        let default = self.on_override_default();
+        if let Ok(handle) = Handle::find(&self.core, &req.container) {
+            let v = req.vcpus.unwrap_or(handle.with(|e| e.record.vcpus)?);
+            self.check_pinned(req.policy.as_ref(), v)?;
+            return handle.with(|e| {
+                let mut record = e.record.clone();
+                settings_applied(&mut record, req);
+                ContainerView {
+                    record,
+                    on_override: req.on_override.or(e.record.on_override).unwrap_or(default),
+                    doing: Some("dry run: nothing changed".into()),
+                }
+            });
+        }
+        let container = self.resolve_new(req).await?;
+        let record = super::register::record_for(&self.core, &container, Some(req));
+        Ok(ContainerView {
+            on_override: record.on_override.unwrap_or(default),
+            record,
+            doing: Some("dry run: not managed; nothing changed".into()),
+        })
     }
 
     /// What `manage` refuses before touching anything.
@@ -227,6 +291,62 @@ impl Daemon {
         .await
     }
 
+    /// What `place` would do, with nothing moved: where the policy would put the container
+    /// and whether that is a move (an order moves whatever the move costs).
+    pub async fn place_dry_run(
+        &self,
+        reference: &str,
+        target: PlaceTarget,
+    ) -> Result<PlaceOutcome, DaemonError> {
+        let handle = Handle::find(&self.core, reference)?;
+        let record = handle.record()?;
+        let policy = match target {
+            PlaceTarget::OwnPolicy => record.policy.clone(),
+            PlaceTarget::Policy(p) | PlaceTarget::Once(p) => {
+                p.validate().map_err(DaemonError::policy)?;
+                self.check_pinned(Some(&p), record.vcpus)?;
+                p
+            }
+        };
+        let set = self.core.node.placements(record.vcpus)?;
+        let chosen = handle.choose(&set, &policy, usable_prediction(&record))?;
+        let (placement, cpus, mems, reason) = match chosen {
+            None => (
+                record.assigned.as_ref().and_then(|a| a.placement.clone()),
+                record
+                    .assigned
+                    .as_ref()
+                    .map(|a| a.cpus.clone())
+                    .unwrap_or_default(),
+                record
+                    .assigned
+                    .as_ref()
+                    .map(|a| a.mems.clone())
+                    .unwrap_or_default(),
+                format!("dry run: the {} policy never moves it", policy.name()),
+            ),
+            Some(t) => {
+                let reason = if handle.is_at(&record, &t).await {
+                    format!("dry run: already in place: {}", t.reason)
+                } else {
+                    let cost = handle.worth_moving(&record, &t).await;
+                    format!("dry run: would move it: {}; {}", t.reason, cost.reason)
+                };
+                (t.placement, t.cpus, t.mems, reason)
+            }
+        };
+        Ok(PlaceOutcome {
+            container: record.name,
+            placement,
+            cpus,
+            mems,
+            moved: false,
+            bytes_moved: 0,
+            duration: std::time::Duration::ZERO,
+            reason,
+        })
+    }
+
     /// A performance sample pushed for a container whose metric source is `pushed`.
     /// Takes one pushed sample, taken at `taken` (wall clock) or now.
     pub fn report(
@@ -299,52 +419,71 @@ fn below_gate_warning(m: &LoadedModel) -> Option<String> {
 /// Applies `Manage`'s settings to a container's entry; a change (or a container stuck
 /// waiting) sends its task back to the start of its lifecycle.
 fn apply_settings(entry: &mut Entry, req: &ManageRequest) {
-    // `on_override` counts as a setting: a container held after an override it adopted or
-    // left is released by the operator choosing another way to handle overrides.
-    let before = (
-        entry.record.vcpus,
-        entry.record.policy.clone(),
-        entry.record.metric.clone(),
-        entry.record.on_override,
-    );
-    if let Some(v) = req.vcpus {
-        if entry.record.vcpus != v {
-            // A prediction is for one v: a new v needs a new one.
-            entry.record.prediction = None;
-        }
-        entry.record.vcpus = v;
-        entry.record.vcpus_source = VcpuSource::Request;
+    let metric_before = entry.record.metric.clone();
+    let changed = settings_applied(&mut entry.record, req);
+    // The same spec again keeps the source, and with it a pushed metric's reporter:
+    // dropping that would refuse every later sample (an idempotent Manage must not).
+    if entry.record.metric != metric_before {
+        entry.reporter = None;
     }
-    if let Some(p) = req.policy.clone() {
-        entry.record.policy = p;
-    }
-    if let Some(o) = req.on_override {
-        entry.record.on_override = Some(o);
-    }
-    if let Some(m) = &req.metric {
-        // The same spec again keeps the source, and with it a pushed metric's reporter:
-        // dropping that would refuse every later sample (an idempotent Manage must not).
-        if entry.record.metric.as_ref() != Some(m) {
-            entry.record.metric = Some(m.clone());
-            entry.reporter = None;
-        }
-    }
-    let changed = before
-        != (
-            entry.record.vcpus,
-            entry.record.policy.clone(),
-            entry.record.metric.clone(),
-            entry.record.on_override,
-        );
     if changed {
         entry.settings += 1;
         // New settings place it anew, from where it really is.
         entry.release_override();
     }
-    if changed || matches!(entry.record.state, Lifecycle::Waiting | Lifecycle::Failed) {
-        entry.record.state = Lifecycle::Discovered;
-        entry.record.detail.clear();
-    }
-    entry.record.updated_unix_ms = now_ms();
     entry.wake.notify_one();
+}
+
+/// `Manage`'s settings applied to a record; whether a setting that restarts its lifecycle
+/// changed (labels do not).
+fn settings_applied(record: &mut ContainerRecord, req: &ManageRequest) -> bool {
+    // `on_override` counts as a setting: a container held after an override it adopted or
+    // left is released by the operator choosing another way to handle overrides.
+    let before = (
+        record.vcpus,
+        record.policy.clone(),
+        record.metric.clone(),
+        record.on_override,
+    );
+    if let Some(v) = req.vcpus {
+        if record.vcpus != v {
+            // A prediction is for one v: a new v needs a new one.
+            record.prediction = None;
+        }
+        record.vcpus = v;
+        record.vcpus_source = VcpuSource::Request;
+    }
+    if let Some(p) = req.policy.clone() {
+        record.policy = p;
+    }
+    if let Some(o) = req.on_override {
+        record.on_override = Some(o);
+    }
+    if let Some(m) = &req.metric {
+        record.metric = Some(m.clone());
+    }
+    record.labels = merged(&record.labels, &req.labels);
+    let changed = before
+        != (
+            record.vcpus,
+            record.policy.clone(),
+            record.metric.clone(),
+            record.on_override,
+        );
+    if changed || matches!(record.state, Lifecycle::Waiting | Lifecycle::Failed) {
+        record.state = Lifecycle::Discovered;
+        record.detail.clear();
+    }
+    record.updated_unix_ms = now_ms();
+    changed
+}
+
+/// A request claiming `claim`: what it leaves unset comes from the reservation.
+fn with_reservation(mut req: ManageRequest, claim: Option<&ReservationRecord>) -> ManageRequest {
+    if let Some(r) = claim {
+        req.vcpus = req.vcpus.or(Some(r.vcpus));
+        req.policy = req.policy.or_else(|| Some(r.policy.clone()));
+        req.labels = merged(&r.labels, &req.labels);
+    }
+    req
 }

@@ -23,6 +23,7 @@ use super::events::{Event, EventKind, Events, now_ms};
 use super::models::ModelLibrary;
 use super::node::Node;
 use super::persistence::Persistence;
+use super::reservations::Reservations;
 use super::settings::Settings;
 use super::telemetry::Telemetry;
 
@@ -31,6 +32,7 @@ pub(crate) struct Core {
     pub settings: Settings,
     pub node: Node,
     pub containers: Containers,
+    pub reservations: Reservations,
     pub persistence: Arc<Persistence>,
     pub telemetry: Telemetry,
     pub models: ModelLibrary,
@@ -66,6 +68,7 @@ impl Core {
             settings: Settings::new(config)?,
             node: Node::new(env.machine, env.host, env.pmu, env.migration_hold),
             containers: Containers::default(),
+            reservations: Reservations::default(),
             persistence: Arc::new(Persistence::new(store, metrics.state_writes.clone())),
             telemetry: Telemetry::new(events, metrics),
             models,
@@ -122,6 +125,7 @@ impl Core {
     pub fn snapshot(&self) -> crate::state::State {
         // Taken on its own: no lock is held while another is taken.
         let unmanaged = self.containers.unmanaged().iter().cloned().collect();
+        let reservations = self.reservations.records();
         crate::state::State {
             written_unix_ms: now_ms(),
             fingerprint: self.node.machine.fingerprint().to_owned(),
@@ -133,6 +137,7 @@ impl Core {
                 .map(|e| e.record.clone())
                 .collect(),
             unmanaged,
+            reservations,
         }
     }
 
@@ -142,11 +147,13 @@ impl Core {
         self.telemetry.set_counts(&counts);
     }
 
-    /// Units the container `id` may use: the free ones and its own.
+    /// Units the container `id` may use: the free ones and its own (never those held for
+    /// a container not started yet).
     pub fn available_units(&self, id: &str) -> Vec<usize> {
+        let reserved = self.reservations.units();
         let taken = self.containers.registry().taken_units(id);
         (0..self.node.machine.units.len())
-            .filter(|u| !taken.contains(u))
+            .filter(|u| !taken.contains(u) && !reserved.contains_key(u))
             .collect()
     }
 
@@ -181,6 +188,7 @@ impl Core {
             placement: None,
             message: format!("{} vanished; forgotten", entry.record.name),
             cpuset_override: None,
+            labels: entry.record.labels.clone(),
         });
         if let Err(e) = self.persist().await {
             tracing::error!(error = %e.line(), "cannot write the state file");

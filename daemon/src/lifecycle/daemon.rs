@@ -13,6 +13,7 @@ use super::core::Core;
 use super::discovery::Discovery;
 use super::environment::{Environment, StartError};
 use super::events;
+use super::expiry::Expiry;
 use super::reconcile::Reconciler;
 
 /// A handle to the running daemon; cheap to clone.
@@ -52,6 +53,7 @@ impl Daemon {
         adopt::restore(&core).await?;
         core.update_gauges();
         Reconciler::new(&core).start();
+        Expiry::new(&core).start();
         Discovery::new(&core).start();
         Ok(Self { core })
     }

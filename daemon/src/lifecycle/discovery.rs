@@ -17,6 +17,7 @@ use super::core::Core;
 use super::inotify::Notifier;
 use super::reconcile;
 use super::register::register;
+use super::requests::ManageRequest;
 
 /// Changes arriving within this window are handled by one resync.
 const DEBOUNCE: Duration = Duration::from_millis(50);
@@ -95,7 +96,22 @@ async fn resync(core: &Arc<Core>) {
             continue;
         }
         if !known.contains(&id) {
-            if let Err(e) = register(core, c, None).await.map(|_| ()) {
+            // A container a reservation was made for (NRI's CreateContainer) claims it.
+            let claim = core
+                .reservations
+                .for_container(&c.id)
+                .and_then(|id| core.reservations.get(&id));
+            let settings = claim.as_ref().map(|r| ManageRequest {
+                container: id.clone(),
+                vcpus: Some(r.vcpus),
+                policy: Some(r.policy.clone()),
+                labels: r.labels.clone(),
+                ..ManageRequest::default()
+            });
+            if let Err(e) = register(core, c, settings.as_ref(), claim.as_ref())
+                .await
+                .map(|_| ())
+            {
                 tracing::warn!(error = %e.line(), "cannot register a discovered container");
             }
         } else if let Some(name) = c.name {

@@ -207,6 +207,21 @@ pub enum DaemonError {
     #[error("recording the daemon's state")]
     State(#[source] std::sync::Arc<StateError>),
 
+    /// A batch placed all or nothing, and another container of it could not be placed.
+    #[error("{name} was not placed: the batch is all or nothing, and {failed} could not be placed")]
+    BatchRefused { name: String, failed: String },
+
+    /// No reservation of that id is held (never made, claimed, released or expired).
+    #[error(
+        "no reservation {}: never made, or already claimed, released or expired",
+        clip(.id)
+    )]
+    UnknownReservation { id: String },
+
+    /// A claim that does not fit its reservation.
+    #[error("reservation {} does not fit: {reason}", clip(.id))]
+    ReservationMismatch { id: String, reason: String },
+
     /// The error of an operation this caller joined (a `Place` or `Predict` in flight).
     #[error(transparent)]
     Shared(std::sync::Arc<DaemonError>),
@@ -235,7 +250,9 @@ impl DaemonError {
             // No prediction yet, no room: the state of the host, not the request.
             Self::Policy(_) => Fault::HostConfig,
             Self::Placements { .. } => Fault::InvalidInput,
-            Self::UnknownContainer { .. } => Fault::NotFound,
+            Self::UnknownContainer { .. } | Self::UnknownReservation { .. } => Fault::NotFound,
+            Self::ReservationMismatch { .. } => Fault::InvalidInput,
+            Self::BatchRefused { .. } => Fault::HostConfig,
             Self::Busy { .. } => Fault::Conflict,
             Self::NoModel { .. }
             | Self::BelowGate { .. }
@@ -280,6 +297,56 @@ impl DaemonError {
     /// so that a container waits and retries instead of being marked failed.
     pub fn may_clear(&self) -> bool {
         matches!(self.fault(), Fault::HostConfig | Fault::Transient)
+    }
+
+    /// The stable reason a client can act on without parsing the message: sent as
+    /// `google.rpc.ErrorInfo.reason` (domain `placed.io`), listed in docs/api.md. Never
+    /// renamed; a new error gets a new reason.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::BadRequest { .. } => "BAD_REQUEST",
+            Self::Policy(e) if e.is_bad_request() => "BAD_POLICY",
+            Self::Policy(_) => "POLICY_CANNOT_DECIDE",
+            Self::UnknownPlacement { .. } => "UNKNOWN_PLACEMENT",
+            Self::Placements { .. } => "NO_PLACEMENTS",
+            Self::UnknownContainer { .. } => "CONTAINER_NOT_FOUND",
+            Self::Busy { .. } => "CONTAINER_BUSY",
+            Self::NoModel { .. } => "NO_MODEL",
+            Self::BelowGate { .. } => "MODEL_BELOW_GATE",
+            Self::NoMetric { .. } => "NO_METRIC",
+            Self::NoPmu => "NO_PMU",
+            Self::CommandMetricsOff => "COMMAND_METRICS_OFF",
+            Self::NotPushed { .. } => "METRIC_NOT_PUSHED",
+            Self::Sample { .. } => "SAMPLE_REFUSED",
+            Self::NoRoom { .. } => "NO_ROOM",
+            Self::NeverMoves { .. } => "POLICY_NEVER_MOVES",
+            Self::NeedsPrediction { .. } => "NEEDS_PREDICTION",
+            Self::SettingsChanged { .. } => "SETTINGS_CHANGED",
+            Self::MetricSource { .. } => "METRIC_SOURCE",
+            Self::Measure { .. } => "MEASUREMENT_FAILED",
+            Self::Compare { .. } => "MEASUREMENTS_INCONCLUSIVE",
+            Self::Predict { .. } => "PREDICTION_FAILED",
+            Self::Host { .. } => "HOST_REFUSED",
+            Self::StoppedHalfway { .. } => "STOPPED_HALFWAY",
+            Self::State(_) => "STATE_NOT_WRITTEN",
+            Self::BatchRefused { .. } => "BATCH_REFUSED",
+            Self::UnknownReservation { .. } => "RESERVATION_NOT_FOUND",
+            Self::ReservationMismatch { .. } => "RESERVATION_MISMATCH",
+            Self::Shared(e) => e.reason(),
+            Self::Stopping => "STOPPING",
+            Self::Task { .. } => "INTERNAL",
+        }
+    }
+
+    /// The request field at fault, for `google.rpc.BadRequest`.
+    pub fn field(&self) -> Option<&'static str> {
+        match self.inner() {
+            Self::BadRequest { field, .. } => Some(field),
+            Self::UnknownPlacement { .. } => Some("placement_id"),
+            Self::ReservationMismatch { .. } => Some("reservation"),
+            Self::Policy(e) if e.is_bad_request() => Some("policy"),
+            _ => None,
+        }
     }
 
     /// The error itself, for an error of an operation this caller joined.

@@ -4,7 +4,7 @@
 //! lock with the broadcast, so that a watcher resuming after sequence N gets the kept
 //! events after N and then the live ones with none lost or repeated between the two.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::Serialize;
@@ -30,6 +30,13 @@ pub enum EventKind {
     Overridden,
     /// Handed back by an orchestrator (`Unmanage`) and forgotten.
     Unmanaged,
+    /// Units held for a container not started yet (the event's `container` is the
+    /// reservation's id).
+    Reserved,
+    /// A hold ended without a claim: it expired, or was released (the reservation's id).
+    Released,
+    /// A container claimed a hold: it starts on the reserved units.
+    Claimed,
 }
 
 /// One event about one container.
@@ -43,6 +50,9 @@ pub struct Event {
     pub message: String,
     /// An `Overridden` event's cpusets, expected and found, and what the daemon did.
     pub cpuset_override: Option<OverrideRecord>,
+    /// The container's labels (a reservation's, for its events), for watchers filtering
+    /// on them.
+    pub labels: BTreeMap<String, String>,
 }
 
 /// An event with its place in the daemon's sequence.
@@ -204,6 +214,7 @@ mod tests {
             placement: None,
             message: String::new(),
             cpuset_override: None,
+            labels: BTreeMap::new(),
         }
     }
 

@@ -89,6 +89,7 @@ impl Handle {
         placement: Option<String>,
         message: String,
     ) {
+        let labels = self.with(|e| e.record.labels.clone()).unwrap_or_default();
         self.core.telemetry.send(Event {
             unix_ms: now_ms(),
             container: self.id.clone(),
@@ -97,6 +98,7 @@ impl Handle {
             placement,
             message,
             cpuset_override: None,
+            labels,
         });
     }
 

@@ -16,6 +16,7 @@
 //! - `environment`: what the daemon runs on ([`Environment`]) and why it may not start.
 //! - `drift`: the rule that sends a watched container back to evaluation.
 //! - `inotify`: the inotify instance discovery and reconciliation share the code of.
+//! - [`labels`]: label selectors, as List and Watch filter with them.
 //!
 //! The rooms of the shared state, each guarding itself:
 //! - `settings`: the configuration in force, the measurement protocol, the metric rules.
@@ -27,6 +28,7 @@
 //!   steps, below) starts or joins one.
 //! - `telemetry`: events and metrics.
 //! - `models`: the model files, by machine class and vCPU count.
+//! - `reservations`: units held for containers not started yet, until claimed or expired.
 //! - `core`: the rooms put together, and what spans them (a save, forgetting a container).
 //!
 //! One container's steps, on a `handle` (its id with the core):
@@ -39,16 +41,22 @@
 //! - `overrides`: its cpuset checked against what placed enacted, and a difference handled.
 //! - `settle`: what an interrupted move or prediction left, settled.
 //! - `task`: its lifecycle's state machine.
-//! - `register`: taking it under management and starting its task.
+//! - `register`: taking it under management and starting its task (on its reservation's
+//!   units when it claims one).
+//! - `admission`: where a container not started yet should start, held for it on request;
+//!   `capacity`: what the node has free and what fits.
 //!
 //! What the daemon starts, and the handle the service holds:
 //! - `adopt`: the state file's containers adopted at start.
 //! - `discovery`: containers appearing and disappearing (inotify and resync).
 //! - `reconcile`: the watches on the managed containers' cpuset files.
+//! - `expiry`: reservations released when their hold ends unclaimed.
 //! - `daemon`: [`Daemon`], started on an [`Environment`], stopped in order.
-//! - `commands` and `unmanage`: what the API asks of the daemon.
+//! - `commands`, `unmanage` and `new_containers`: what the API asks of the daemon.
 
+mod admission;
 mod adopt;
+mod capacity;
 mod commands;
 mod containers;
 mod core;
@@ -62,25 +70,31 @@ mod environment;
 pub mod error;
 mod evaluate;
 pub mod events;
+mod expiry;
 mod handle;
 mod inflight;
 mod inotify;
 mod joint;
+pub mod labels;
 mod measure;
 mod models;
 mod moving;
+mod new_containers;
 mod node;
 mod overrides;
 mod persistence;
 mod reconcile;
 mod register;
 mod requests;
+mod reservations;
 mod settings;
 mod settle;
 mod task;
 mod telemetry;
 mod unmanage;
 
+pub use admission::{Admission, AdmitRequest, BatchMode, Hint, MAX_HOLD, Prior};
+pub use capacity::{Capacity, Fits, Tally, UnitUse};
 pub use daemon::Daemon;
 pub use environment::{Environment, StartError};
 pub use error::DaemonError;

@@ -111,6 +111,7 @@ mod tests {
             fingerprint: "mc1-test".into(),
             containers: Vec::new(),
             unmanaged: (0..n).map(|i| format!("/c{i}")).collect(),
+            reservations: Vec::new(),
         }
     }
 

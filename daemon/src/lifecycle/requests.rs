@@ -1,6 +1,7 @@
 //! What the API asks of the daemon and what it answers, in the daemon's own terms: the
 //! service converts messages into these and back; nothing here knows gRPC.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::state::{ContainerRecord, Lifecycle};
@@ -29,6 +30,14 @@ pub struct ManageRequest {
     pub policy: Option<Policy>,
     pub metric: Option<SourceSpec>,
     pub on_override: Option<OnOverride>,
+    /// The orchestrator's labels, merged into the container's (an empty value removes a
+    /// label).
+    pub labels: BTreeMap<String, String>,
+    /// A reservation the container claims: it starts on the reserved units, with the
+    /// reservation's vCPUs, policy and labels unless the request says otherwise.
+    pub reservation: Option<String>,
+    /// Check and answer what would happen; change nothing.
+    pub dry_run: bool,
 }
 
 /// Where `Place` puts a container.

@@ -184,16 +184,23 @@ impl Daemon {
         let core = &self.core;
         core.containers.unmanaged().insert(handle.id.clone());
         let removed = core.containers.registry().entries.remove(&handle.id);
-        let (state, held_units) =
-            removed.map_or((crate::state::Lifecycle::Discovered, false), |e| {
+        let (state, held_units, removed_labels) = removed.map_or(
+            (
+                crate::state::Lifecycle::Discovered,
+                false,
+                Default::default(),
+            ),
+            |e| {
                 (
                     e.record.state,
                     e.record
                         .assigned
                         .as_ref()
                         .is_some_and(|a| !a.units.is_empty()),
+                    e.record.labels,
                 )
-            });
+            },
+        );
         if held_units {
             // Its units are free again: aggressive containers may share them.
             core.containers.wake_sharers(&handle.id);
@@ -215,6 +222,7 @@ impl Daemon {
             placement: None,
             message: format!("{name} handed back: {detail}"),
             cpuset_override: None,
+            labels: removed_labels,
         });
         Unmanaged {
             id: handle.id.clone(),

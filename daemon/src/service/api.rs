@@ -9,6 +9,7 @@ use placed_proto::v1::placed_service_server::PlacedService;
 use tokio_stream::StreamExt;
 use tonic::{Request, Response, Status, Streaming};
 
+use crate::lifecycle::labels::Selector;
 use crate::lifecycle::{Daemon, DaemonError, ManageRequest, PlaceTarget};
 use placed_host::migrate::{Mode, ModeKind};
 
@@ -91,7 +92,7 @@ impl Api {
         result
     }
 
-    fn daemon(&self) -> Result<&Daemon, Status> {
+    pub(super) fn daemon(&self) -> Result<&Daemon, Status> {
         self.daemon
             .get()
             .ok_or_else(|| Status::unavailable("placed is starting: restoring its state"))
@@ -213,6 +214,7 @@ impl Api {
         const LIST: &str = "containers";
         let r = request.into_inner();
         let size = paging::page_size(r.page_size)?;
+        let selector = Selector::parse(&r.label_selector).map_err(status_of)?;
         let after = if r.page_token.is_empty() {
             None
         } else {
@@ -228,6 +230,7 @@ impl Api {
             .containers()
             .into_iter()
             .filter(|v| after.as_ref().is_none_or(|a| v.record.id > *a))
+            .filter(|v| selector.matches(&v.record.labels))
             .collect();
         views.sort_by(|a, b| a.record.id.cmp(&b.record.id));
         let more = views.len() > size;
@@ -278,6 +281,9 @@ impl Api {
                 policy,
                 metric,
                 on_override,
+                labels: r.labels.into_iter().collect(),
+                reservation: (!r.reservation.is_empty()).then_some(r.reservation),
+                dry_run: r.dry_run,
             })
             .await
             .map_err(status_of)?;
@@ -377,10 +383,12 @@ impl Api {
             }
             None => PlaceTarget::OwnPolicy,
         };
-        let out = daemon
-            .place(&r.container, target, mode)
-            .await
-            .map_err(status_of)?;
+        let out = if r.dry_run {
+            daemon.place_dry_run(&r.container, target).await
+        } else {
+            daemon.place(&r.container, target, mode).await
+        }
+        .map_err(status_of)?;
         Ok(Response::new(pb::PlaceResponse {
             container: out.container,
             placement_id: out.placement.unwrap_or_default(),
@@ -575,6 +583,41 @@ impl PlacedService for Api {
         request: Request<pb::WatchRequest>,
     ) -> Result<Response<Self::WatchStream>, Status> {
         self.counted(self.do_watch(request).await)
+    }
+
+    async fn admit(
+        &self,
+        request: Request<pb::AdmitRequest>,
+    ) -> Result<Response<pb::AdmitResponse>, Status> {
+        self.counted(self.do_admit(request).await)
+    }
+
+    async fn admit_batch(
+        &self,
+        request: Request<pb::AdmitBatchRequest>,
+    ) -> Result<Response<pb::AdmitBatchResponse>, Status> {
+        self.counted(self.do_admit_batch(request).await)
+    }
+
+    async fn list_reservations(
+        &self,
+        request: Request<pb::ListReservationsRequest>,
+    ) -> Result<Response<pb::ListReservationsResponse>, Status> {
+        self.counted(self.do_list_reservations(request).await)
+    }
+
+    async fn release_reservation(
+        &self,
+        request: Request<pb::ReleaseReservationRequest>,
+    ) -> Result<Response<pb::ReleaseReservationResponse>, Status> {
+        self.counted(self.do_release_reservation(request).await)
+    }
+
+    async fn get_capacity(
+        &self,
+        request: Request<pb::GetCapacityRequest>,
+    ) -> Result<Response<pb::GetCapacityResponse>, Status> {
+        self.counted(self.do_get_capacity(request).await)
     }
 
     async fn get_status(

@@ -49,6 +49,32 @@ pub fn timestamp(unix_ms: i64) -> prost_types::Timestamp {
     }
 }
 
+/// A length of time from a request's `field`: none when absent or zero, else at least
+/// `min`; INVALID_ARGUMENT naming the field for anything else.
+pub fn duration_from_pb(
+    d: Option<&prost_types::Duration>,
+    field: &str,
+    min: Duration,
+) -> Result<Option<Duration>, Status> {
+    let Some(d) = d.filter(|d| d.seconds != 0 || d.nanos != 0) else {
+        return Ok(None);
+    };
+    let whole = d.seconds >= 0 && (0..1_000_000_000).contains(&d.nanos);
+    let value = u64::try_from(d.seconds)
+        .ok()
+        .filter(|_| whole)
+        .map(|s| Duration::new(s, u32::try_from(d.nanos).unwrap_or(0)))
+        .filter(|v| *v >= min);
+    value.map(Some).ok_or_else(|| {
+        Status::invalid_argument(format!(
+            "{field}: {}s {}ns; at least {} ms, or unset for none",
+            d.seconds,
+            d.nanos,
+            min.as_millis()
+        ))
+    })
+}
+
 pub fn duration(d: Duration) -> prost_types::Duration {
     prost_types::Duration {
         seconds: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
@@ -56,7 +82,7 @@ pub fn duration(d: Duration) -> prost_types::Duration {
     }
 }
 
-fn count(n: usize) -> u32 {
+pub fn count(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
@@ -102,6 +128,7 @@ pub fn container(v: &ContainerView) -> pb::Container {
             .map_or(pb::OnOverride::Unspecified, on_override) as i32,
         effective_on_override: on_override(v.on_override) as i32,
         cpuset_override: r.overridden.as_ref().map(cpuset_override),
+        labels: r.labels.clone().into_iter().collect(),
     }
 }
 
@@ -184,11 +211,15 @@ pub fn event(s: &Sequenced) -> pb::WatchResponse {
             EventKind::Error => pb::EventKind::Error,
             EventKind::Overridden => pb::EventKind::Overridden,
             EventKind::Unmanaged => pb::EventKind::Unmanaged,
+            EventKind::Reserved => pb::EventKind::Reserved,
+            EventKind::Released => pb::EventKind::Released,
+            EventKind::Claimed => pb::EventKind::Claimed,
         } as i32,
         state: state(e.state) as i32,
         placement_id: e.placement.clone().unwrap_or_default(),
         message: e.message.clone(),
         cpuset_override: e.cpuset_override.as_ref().map(cpuset_override),
+        labels: e.labels.clone().into_iter().collect(),
     }
 }
 

@@ -17,6 +17,7 @@ pub mod authority;
 mod convert;
 pub mod guard;
 pub mod listen;
+mod orchestrate;
 mod paging;
 mod watch;
 

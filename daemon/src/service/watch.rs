@@ -13,15 +13,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use placed_proto::v1 as pb;
 use prometheus_client::metrics::gauge::Gauge;
+use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use tokio_stream::wrappers::BroadcastStream;
+
 use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
+use tokio_stream::wrappers::{BroadcastStream, IntervalStream};
 use tokio_stream::{Stream, StreamExt};
 use tokio_util::sync::CancellationToken;
 use tonic::Status;
 
 use crate::lifecycle::Daemon;
 use crate::lifecycle::events::{Feed, ResumeError, Sequenced};
+use crate::lifecycle::labels::Selector;
 
 use super::convert;
 
@@ -101,9 +104,17 @@ pub fn stream(
                 .id,
         )
     };
+    let selector = Selector::parse(&request.label_selector).map_err(super::status_of)?;
+    let bookmarks = convert::duration_from_pb(
+        request.bookmark_interval.as_ref(),
+        "bookmark_interval",
+        Duration::from_secs(1),
+    )?;
     let after = (request.resume_after_sequence > 0).then_some(request.resume_after_sequence);
     let Feed { backlog, live } = daemon.events(after).map_err(resume_status)?;
-    let wanted = move |e: &Sequenced| only.as_ref().is_none_or(|id| *id == e.event.container);
+    let wanted = move |e: &Sequenced| {
+        only.as_ref().is_none_or(|id| *id == e.event.container) && selector.matches(&e.event.labels)
+    };
     // The last sequence sent or passed over: where a client resumes after this stream
     // ends, lagged or stopped. Backlog sequences all precede the live ones.
     let last = Arc::new(AtomicU64::new(
@@ -123,11 +134,19 @@ pub fn stream(
             in_live.load(Ordering::Relaxed)
         ))),
     });
+    // When an event last went out, for the bookmarks.
+    let started = tokio::time::Instant::now();
+    let sent_ms = Arc::new(AtomicU64::new(0));
+    let on_send = Arc::clone(&sent_ms);
     let events = backlog.chain(live).filter_map(move |item| match item {
-        Ok(e) if wanted(&e) => Some(Ok(convert::event(&e))),
+        Ok(e) if wanted(&e) => {
+            on_send.store(millis_since(started), Ordering::Relaxed);
+            Some(Ok(convert::event(&e)))
+        }
         Ok(_) => None,
         Err(status) => Some(Err(status)),
     });
+    let marks = bookmark_stream(bookmarks, started, sent_ms, Arc::clone(&last));
     let closing = slot.closing.clone();
     let stopped = tokio_stream::once(()).then(move |()| {
         let (closing, last) = (closing.clone(), Arc::clone(&last));
@@ -139,7 +158,7 @@ pub fn stream(
             )))
         }
     });
-    let events = events.merge(stopped);
+    let events = events.merge(stopped).merge(marks);
     // The stream ends after an error (a lagged watcher must reconnect to resume).
     let mut failed = false;
     let events = events.take_while(move |item| {
@@ -150,6 +169,37 @@ pub fn stream(
         go_on
     });
     Ok(Box::pin(events))
+}
+
+/// Milliseconds from `started` to now.
+fn millis_since(started: tokio::time::Instant) -> u64 {
+    u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A BOOKMARK every `every` in which nothing went out, carrying `last`: every event up to
+/// it has been sent or passed over by the filters, so a watcher may resume after it.
+fn bookmark_stream(
+    every: Option<Duration>,
+    started: tokio::time::Instant,
+    sent_ms: Arc<AtomicU64>,
+    last: Arc<AtomicU64>,
+) -> Pin<Box<dyn Stream<Item = Result<pb::WatchResponse, Status>> + Send>> {
+    let Some(every) = every else {
+        return Box::pin(tokio_stream::empty());
+    };
+    let ticks = IntervalStream::new(tokio::time::interval_at(started + every, every));
+    let every_ms = u64::try_from(every.as_millis()).unwrap_or(u64::MAX);
+    Box::pin(ticks.filter_map(move |_| {
+        let quiet = millis_since(started).saturating_sub(sent_ms.load(Ordering::Relaxed));
+        (quiet >= every_ms).then(|| {
+            sent_ms.store(millis_since(started), Ordering::Relaxed);
+            Ok(pb::WatchResponse {
+                sequence: last.load(Ordering::Relaxed),
+                kind: pb::EventKind::Bookmark as i32,
+                ..pb::WatchResponse::default()
+            })
+        })
+    }))
 }
 
 fn resume_status(e: ResumeError) -> Status {

@@ -13,6 +13,8 @@ mod validate;
 
 pub use placed_core::lifecycle::Lifecycle;
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use placed_core::cpuset::{CpuSet, NodeSet};
@@ -37,6 +39,32 @@ pub struct State {
     /// a file without any reads the same in a placed that predates the field.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unmanaged: Vec<String>,
+    /// Units held for containers not started yet (admission with a reservation). Absent when
+    /// empty, as `unmanaged`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reservations: Vec<ReservationRecord>,
+}
+
+/// Units held for a container that does not exist yet, until it claims them (`Manage` with
+/// the reservation's id, or NRI's CreateContainer for the container it names) or the hold
+/// expires.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReservationRecord {
+    pub id: String,
+    /// Where the container is to start.
+    pub assigned: Assigned,
+    pub vcpus: usize,
+    pub policy: Policy,
+    /// The orchestrator's own labels, given to the container that claims it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// The runtime's id of the container that will claim it, when the caller knows it
+    /// (NRI's CreateContainer); claimed by that container when it appears.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub for_container: Option<String>,
+    pub created_unix_ms: i64,
+    pub expires_unix_ms: i64,
 }
 
 /// Where a container's tasks may run (the same two sets the reconciliation compares).
@@ -228,6 +256,10 @@ pub struct ContainerRecord {
     /// The last change of its cpuset made outside placed, while it matters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overridden: Option<OverrideRecord>,
+    /// The orchestrator's own labels (`Manage`, admission, NRI pod labels): returned by
+    /// List and Watch, and filtered on.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
 }
 
 impl ContainerRecord {
@@ -255,6 +287,7 @@ impl ContainerRecord {
             updated_unix_ms: 0,
             on_override: None,
             overridden: None,
+            labels: BTreeMap::new(),
         }
     }
 

@@ -258,38 +258,28 @@ fn migrate(version: u32, value: serde_json::Value) -> Result<serde_json::Value, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::{Assigned, ContainerRecord, Lifecycle, VcpuSource};
+    use crate::state::{Assigned, ContainerRecord, Lifecycle};
     use placed_core::policy::Policy;
 
     fn sample() -> State {
         State {
             written_unix_ms: 1_700_000_000_000,
             unmanaged: Vec::new(),
+            reservations: Vec::new(),
             fingerprint: "mc1-0011223344556677".into(),
             containers: vec![ContainerRecord {
-                id: "/docker/abc".into(),
-                name: "web".into(),
                 runtime: "docker".into(),
                 runtime_id: "abc".into(),
-                vcpus: 4,
-                vcpus_source: VcpuSource::Request,
-                policy: Policy::Model { goal: 0.9 },
                 state: Lifecycle::Watched,
-                detail: String::new(),
-                original: None,
                 assigned: Some(Assigned {
                     placement: Some("numa1-core4".into()),
                     units: vec![1],
                     cpus: "8-11".parse().unwrap(),
                     mems: "1".parse().unwrap(),
                 }),
-                migration: None,
-                resume: None,
                 metric: Some(placed_host::observe::SourceSpec::Pushed { counter: false }),
-                prediction: None,
                 updated_unix_ms: 1_700_000_000_000,
-                on_override: None,
-                overridden: None,
+                ..ContainerRecord::new("/docker/abc", "web", 4, Policy::Model { goal: 0.9 })
             }],
         }
     }

@@ -183,7 +183,7 @@ fn within(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::{Lifecycle, VcpuSource};
+    use crate::state::Lifecycle;
     use placed_core::machine::TopologySource;
 
     fn machine() -> Machine {
@@ -204,31 +204,24 @@ mod tests {
         State {
             written_unix_ms: 0,
             unmanaged: Vec::new(),
+            reservations: Vec::new(),
             fingerprint: m.fingerprint().to_owned(),
             containers: vec![ContainerRecord {
-                id: "/docker/abc".into(),
-                name: "web".into(),
                 runtime: "docker".into(),
                 runtime_id: "abc".into(),
-                vcpus: 4,
-                vcpus_source: VcpuSource::Request,
-                policy: Policy::Pinned { placement: pinned },
                 state: Lifecycle::Placed,
-                detail: String::new(),
-                original: None,
                 assigned: Some(Assigned {
                     placement: None,
                     units: vec![0],
                     cpus: unit.cpus.clone(),
                     mems: unit.mems.clone(),
                 }),
-                migration: None,
-                resume: None,
-                metric: None,
-                prediction: None,
-                updated_unix_ms: 0,
-                on_override: None,
-                overridden: None,
+                ..ContainerRecord::new(
+                    "/docker/abc",
+                    "web",
+                    4,
+                    Policy::Pinned { placement: pinned },
+                )
             }],
         }
     }

@@ -27,6 +27,7 @@ async fn run(d: &placed::lifecycle::Daemon, c: Command, name: &str) -> Result<()
                 policy: None,
                 metric: pushed(),
                 on_override: None,
+                ..ManageRequest::default()
             })
             .await
             .map(drop),

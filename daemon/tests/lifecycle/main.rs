@@ -9,6 +9,7 @@
 
 mod scenario;
 
+mod admission;
 mod adopt;
 mod backoff;
 mod busy;

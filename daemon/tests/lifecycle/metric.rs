@@ -23,6 +23,7 @@ fn request(metric: SourceSpec) -> ManageRequest {
         policy: None,
         metric: Some(metric),
         on_override: None,
+        ..ManageRequest::default()
     }
 }
 

@@ -267,6 +267,7 @@ impl Scenario {
                 .save(&State {
                     written_unix_ms: 0,
                     unmanaged: Vec::new(),
+                    reservations: Vec::new(),
                     fingerprint: self.machine.fingerprint().to_owned(),
                     containers: self.records.clone(),
                 })
@@ -295,6 +296,7 @@ impl Scenario {
             feeders: Mutex::new(Vec::new()),
             state_file,
             model_dir,
+            config: self.config,
             _dir: self.dir,
         }
     }
@@ -325,6 +327,7 @@ pub struct Running {
     feeders: Mutex<Vec<JoinHandle<()>>>,
     state_file: PathBuf,
     model_dir: PathBuf,
+    config: Config,
     _dir: tempfile::TempDir,
 }
 
@@ -342,6 +345,25 @@ pub fn pushed() -> Option<SourceSpec> {
 }
 
 impl Running {
+    /// Stops the daemon as a SIGTERM would, and starts a new one on the same host, state
+    /// file and models: a restart.
+    pub async fn restart(mut self) -> Self {
+        self.daemon.shutdown().await;
+        let env = Environment {
+            machine: self.machine.clone(),
+            host: self.kernel.host(),
+            pmu: false,
+            migration_hold: None,
+        };
+        let metrics = Arc::new(Metrics::default());
+        self.daemon = Daemon::start(self.config.clone(), env, metrics.clone())
+            .await
+            .expect("the daemon starts again");
+        self.metrics = metrics;
+        self.events = self.daemon.events(None).unwrap().live;
+        self
+    }
+
     /// Takes `/ctr/<name>` under management with `v` vCPUs, `policy` and a pushed metric.
     pub async fn manage(&self, name: &str, v: usize, policy: Policy) -> ContainerView {
         self.manage_overridden(name, v, policy, None).await
@@ -362,6 +384,7 @@ impl Running {
                 policy: Some(policy),
                 metric: pushed(),
                 on_override,
+                ..ManageRequest::default()
             })
             .await
             .expect("manage")
@@ -395,7 +418,13 @@ impl Running {
     /// Waits for the next event about `/ctr/<name>` that `want` accepts; fails the test
     /// when none comes within hours of virtual time.
     pub async fn next(&mut self, name: &str, want: impl Fn(&Event) -> bool) -> Event {
-        let id = cg(name);
+        self.next_about(&cg(name), want).await
+    }
+
+    /// As [`Running::next`], for events whose `container` is `id` (a reservation's id, for
+    /// reservation events).
+    pub async fn next_about(&mut self, id: &str, want: impl Fn(&Event) -> bool) -> Event {
+        let id = id.to_owned();
         let found = tokio::time::timeout(PATIENCE, async {
             loop {
                 match self.events.recv().await {
@@ -459,6 +488,10 @@ impl Running {
             .filter(|e| e.container == id && e.kind == kind)
             .cloned()
             .collect()
+    }
+
+    pub fn state_file(&self) -> PathBuf {
+        self.state_file.clone()
     }
 
     pub fn model_dir(&self) -> PathBuf {

@@ -36,6 +36,7 @@ async fn a_new_vcpu_count_discards_the_prediction_and_evaluates_again() {
                 policy: None,
                 metric: pushed(),
                 on_override: None,
+                ..ManageRequest::default()
             })
             .await
             .expect("served between steps");

@@ -131,6 +131,22 @@ class EventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     EVENT_KIND_ERROR: _ClassVar[EventKind]
     EVENT_KIND_OVERRIDDEN: _ClassVar[EventKind]
     EVENT_KIND_UNMANAGED: _ClassVar[EventKind]
+    EVENT_KIND_RESERVED: _ClassVar[EventKind]
+    EVENT_KIND_RELEASED: _ClassVar[EventKind]
+    EVENT_KIND_CLAIMED: _ClassVar[EventKind]
+    EVENT_KIND_BOOKMARK: _ClassVar[EventKind]
+
+class PriorKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    PRIOR_KIND_UNSPECIFIED: _ClassVar[PriorKind]
+    PRIOR_KIND_NOTHING: _ClassVar[PriorKind]
+    PRIOR_KIND_CONTAINER: _ClassVar[PriorKind]
+
+class BatchMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    BATCH_MODE_UNSPECIFIED: _ClassVar[BatchMode]
+    BATCH_MODE_ALL_OR_NOTHING: _ClassVar[BatchMode]
+    BATCH_MODE_BEST_EFFORT: _ClassVar[BatchMode]
 CONCERN_SCOPE_UNSPECIFIED: ConcernScope
 CONCERN_SCOPE_UNIT: ConcernScope
 CONCERN_SCOPE_ABOVE: ConcernScope
@@ -210,6 +226,16 @@ EVENT_KIND_VANISHED: EventKind
 EVENT_KIND_ERROR: EventKind
 EVENT_KIND_OVERRIDDEN: EventKind
 EVENT_KIND_UNMANAGED: EventKind
+EVENT_KIND_RESERVED: EventKind
+EVENT_KIND_RELEASED: EventKind
+EVENT_KIND_CLAIMED: EventKind
+EVENT_KIND_BOOKMARK: EventKind
+PRIOR_KIND_UNSPECIFIED: PriorKind
+PRIOR_KIND_NOTHING: PriorKind
+PRIOR_KIND_CONTAINER: PriorKind
+BATCH_MODE_UNSPECIFIED: BatchMode
+BATCH_MODE_ALL_OR_NOTHING: BatchMode
+BATCH_MODE_BEST_EFFORT: BatchMode
 
 class GetMachineRequest(_message.Message):
     __slots__ = ()
@@ -330,7 +356,14 @@ class Policy(_message.Message):
     def __init__(self, kind: _Optional[_Union[PolicyKind, str]] = ..., goal: _Optional[float] = ..., placement_id: _Optional[str] = ...) -> None: ...
 
 class Container(_message.Message):
-    __slots__ = ("id", "name", "runtime", "cgroup", "vcpus", "vcpus_source", "policy", "state", "detail", "placement_id", "cpus", "mems", "units", "model_id", "update_time", "metric", "on_override", "effective_on_override", "cpuset_override")
+    __slots__ = ("id", "name", "runtime", "cgroup", "vcpus", "vcpus_source", "policy", "state", "detail", "placement_id", "cpus", "mems", "units", "model_id", "update_time", "metric", "on_override", "effective_on_override", "cpuset_override", "labels")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     RUNTIME_FIELD_NUMBER: _ClassVar[int]
@@ -350,6 +383,7 @@ class Container(_message.Message):
     ON_OVERRIDE_FIELD_NUMBER: _ClassVar[int]
     EFFECTIVE_ON_OVERRIDE_FIELD_NUMBER: _ClassVar[int]
     CPUSET_OVERRIDE_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
     id: str
     name: str
     runtime: ContainerRuntime
@@ -369,7 +403,8 @@ class Container(_message.Message):
     on_override: OnOverride
     effective_on_override: OnOverride
     cpuset_override: CpusetOverride
-    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., runtime: _Optional[_Union[ContainerRuntime, str]] = ..., cgroup: _Optional[str] = ..., vcpus: _Optional[int] = ..., vcpus_source: _Optional[_Union[VcpuSource, str]] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., state: _Optional[_Union[ContainerState, str]] = ..., detail: _Optional[str] = ..., placement_id: _Optional[str] = ..., cpus: _Optional[str] = ..., mems: _Optional[str] = ..., units: _Optional[_Iterable[int]] = ..., model_id: _Optional[str] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., metric: _Optional[_Union[MetricSpec, _Mapping]] = ..., on_override: _Optional[_Union[OnOverride, str]] = ..., effective_on_override: _Optional[_Union[OnOverride, str]] = ..., cpuset_override: _Optional[_Union[CpusetOverride, _Mapping]] = ...) -> None: ...
+    labels: _containers.ScalarMap[str, str]
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., runtime: _Optional[_Union[ContainerRuntime, str]] = ..., cgroup: _Optional[str] = ..., vcpus: _Optional[int] = ..., vcpus_source: _Optional[_Union[VcpuSource, str]] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., state: _Optional[_Union[ContainerState, str]] = ..., detail: _Optional[str] = ..., placement_id: _Optional[str] = ..., cpus: _Optional[str] = ..., mems: _Optional[str] = ..., units: _Optional[_Iterable[int]] = ..., model_id: _Optional[str] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., metric: _Optional[_Union[MetricSpec, _Mapping]] = ..., on_override: _Optional[_Union[OnOverride, str]] = ..., effective_on_override: _Optional[_Union[OnOverride, str]] = ..., cpuset_override: _Optional[_Union[CpusetOverride, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class CpusetOverride(_message.Message):
     __slots__ = ("expected_cpus", "expected_mems", "found_cpus", "found_mems", "action", "time")
@@ -388,12 +423,14 @@ class CpusetOverride(_message.Message):
     def __init__(self, expected_cpus: _Optional[str] = ..., expected_mems: _Optional[str] = ..., found_cpus: _Optional[str] = ..., found_mems: _Optional[str] = ..., action: _Optional[_Union[OverrideAction, str]] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class ListContainersRequest(_message.Message):
-    __slots__ = ("page_size", "page_token")
+    __slots__ = ("page_size", "page_token", "label_selector")
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    LABEL_SELECTOR_FIELD_NUMBER: _ClassVar[int]
     page_size: int
     page_token: str
-    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+    label_selector: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., label_selector: _Optional[str] = ...) -> None: ...
 
 class ListContainersResponse(_message.Message):
     __slots__ = ("containers", "next_page_token", "event_sequence")
@@ -482,18 +519,31 @@ class MetricSpec(_message.Message):
     def __init__(self, pushed: _Optional[_Union[PushedMetric, _Mapping]] = ..., prometheus: _Optional[_Union[PrometheusMetric, _Mapping]] = ..., command: _Optional[_Union[CommandMetric, _Mapping]] = ..., perf: _Optional[_Union[PerfMetric, _Mapping]] = ..., pattern: _Optional[_Union[PatternMetric, _Mapping]] = ...) -> None: ...
 
 class ManageRequest(_message.Message):
-    __slots__ = ("container", "vcpus", "policy", "metric", "on_override")
+    __slots__ = ("container", "vcpus", "policy", "metric", "on_override", "labels", "reservation", "dry_run")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     CONTAINER_FIELD_NUMBER: _ClassVar[int]
     VCPUS_FIELD_NUMBER: _ClassVar[int]
     POLICY_FIELD_NUMBER: _ClassVar[int]
     METRIC_FIELD_NUMBER: _ClassVar[int]
     ON_OVERRIDE_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    RESERVATION_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
     container: str
     vcpus: int
     policy: Policy
     metric: MetricSpec
     on_override: OnOverride
-    def __init__(self, container: _Optional[str] = ..., vcpus: _Optional[int] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., metric: _Optional[_Union[MetricSpec, _Mapping]] = ..., on_override: _Optional[_Union[OnOverride, str]] = ...) -> None: ...
+    labels: _containers.ScalarMap[str, str]
+    reservation: str
+    dry_run: bool
+    def __init__(self, container: _Optional[str] = ..., vcpus: _Optional[int] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., metric: _Optional[_Union[MetricSpec, _Mapping]] = ..., on_override: _Optional[_Union[OnOverride, str]] = ..., labels: _Optional[_Mapping[str, str]] = ..., reservation: _Optional[str] = ..., dry_run: _Optional[bool] = ...) -> None: ...
 
 class UnmanageRequest(_message.Message):
     __slots__ = ("container", "restore")
@@ -618,18 +668,20 @@ class RecommendResponse(_message.Message):
     def __init__(self, container: _Optional[str] = ..., placement_id: _Optional[str] = ..., predicted_relative: _Optional[float] = ..., cpus: _Optional[str] = ..., mems: _Optional[str] = ..., reason: _Optional[str] = ..., would_move: _Optional[bool] = ...) -> None: ...
 
 class PlaceRequest(_message.Message):
-    __slots__ = ("container", "placement_id", "policy", "migration", "keep_policy")
+    __slots__ = ("container", "placement_id", "policy", "migration", "keep_policy", "dry_run")
     CONTAINER_FIELD_NUMBER: _ClassVar[int]
     PLACEMENT_ID_FIELD_NUMBER: _ClassVar[int]
     POLICY_FIELD_NUMBER: _ClassVar[int]
     MIGRATION_FIELD_NUMBER: _ClassVar[int]
     KEEP_POLICY_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
     container: str
     placement_id: str
     policy: Policy
     migration: MigrationMode
     keep_policy: bool
-    def __init__(self, container: _Optional[str] = ..., placement_id: _Optional[str] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., migration: _Optional[_Union[MigrationMode, str]] = ..., keep_policy: _Optional[bool] = ...) -> None: ...
+    dry_run: bool
+    def __init__(self, container: _Optional[str] = ..., placement_id: _Optional[str] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., migration: _Optional[_Union[MigrationMode, str]] = ..., keep_policy: _Optional[bool] = ..., dry_run: _Optional[bool] = ...) -> None: ...
 
 class PlaceResponse(_message.Message):
     __slots__ = ("container", "placement_id", "cpus", "mems", "moved", "bytes_moved", "duration", "reason")
@@ -672,15 +724,26 @@ class ReportMetricResponse(_message.Message):
     def __init__(self, accepted: _Optional[int] = ..., rejected: _Optional[int] = ..., last_error: _Optional[str] = ...) -> None: ...
 
 class WatchRequest(_message.Message):
-    __slots__ = ("container", "resume_after_sequence")
+    __slots__ = ("container", "resume_after_sequence", "label_selector", "bookmark_interval")
     CONTAINER_FIELD_NUMBER: _ClassVar[int]
     RESUME_AFTER_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    LABEL_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    BOOKMARK_INTERVAL_FIELD_NUMBER: _ClassVar[int]
     container: str
     resume_after_sequence: int
-    def __init__(self, container: _Optional[str] = ..., resume_after_sequence: _Optional[int] = ...) -> None: ...
+    label_selector: str
+    bookmark_interval: _duration_pb2.Duration
+    def __init__(self, container: _Optional[str] = ..., resume_after_sequence: _Optional[int] = ..., label_selector: _Optional[str] = ..., bookmark_interval: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class WatchResponse(_message.Message):
-    __slots__ = ("sequence", "time", "container", "kind", "state", "placement_id", "message", "cpuset_override")
+    __slots__ = ("sequence", "time", "container", "kind", "state", "placement_id", "message", "cpuset_override", "labels")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     TIME_FIELD_NUMBER: _ClassVar[int]
     CONTAINER_FIELD_NUMBER: _ClassVar[int]
@@ -689,6 +752,7 @@ class WatchResponse(_message.Message):
     PLACEMENT_ID_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     CPUSET_OVERRIDE_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
     sequence: int
     time: _timestamp_pb2.Timestamp
     container: str
@@ -697,7 +761,8 @@ class WatchResponse(_message.Message):
     placement_id: str
     message: str
     cpuset_override: CpusetOverride
-    def __init__(self, sequence: _Optional[int] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., container: _Optional[str] = ..., kind: _Optional[_Union[EventKind, str]] = ..., state: _Optional[_Union[ContainerState, str]] = ..., placement_id: _Optional[str] = ..., message: _Optional[str] = ..., cpuset_override: _Optional[_Union[CpusetOverride, _Mapping]] = ...) -> None: ...
+    labels: _containers.ScalarMap[str, str]
+    def __init__(self, sequence: _Optional[int] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., container: _Optional[str] = ..., kind: _Optional[_Union[EventKind, str]] = ..., state: _Optional[_Union[ContainerState, str]] = ..., placement_id: _Optional[str] = ..., message: _Optional[str] = ..., cpuset_override: _Optional[_Union[CpusetOverride, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class GetStatusRequest(_message.Message):
     __slots__ = ()
@@ -744,3 +809,225 @@ class GetStatusResponse(_message.Message):
     cgroup: str
     warnings: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, version: _Optional[str] = ..., fingerprint: _Optional[str] = ..., uptime: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., containers: _Optional[_Iterable[_Union[StateCount, _Mapping]]] = ..., models: _Optional[_Iterable[_Union[ModelInfo, _Mapping]]] = ..., state_file: _Optional[str] = ..., cgroup: _Optional[str] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class AdmissionHint(_message.Message):
+    __slots__ = ("container", "image")
+    CONTAINER_FIELD_NUMBER: _ClassVar[int]
+    IMAGE_FIELD_NUMBER: _ClassVar[int]
+    container: str
+    image: str
+    def __init__(self, container: _Optional[str] = ..., image: _Optional[str] = ...) -> None: ...
+
+class AdmitRequest(_message.Message):
+    __slots__ = ("name", "vcpus", "policy", "labels", "hint", "reserve", "for_container")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VCPUS_FIELD_NUMBER: _ClassVar[int]
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    HINT_FIELD_NUMBER: _ClassVar[int]
+    RESERVE_FIELD_NUMBER: _ClassVar[int]
+    FOR_CONTAINER_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    vcpus: int
+    policy: Policy
+    labels: _containers.ScalarMap[str, str]
+    hint: AdmissionHint
+    reserve: _duration_pb2.Duration
+    for_container: str
+    def __init__(self, name: _Optional[str] = ..., vcpus: _Optional[int] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., hint: _Optional[_Union[AdmissionHint, _Mapping]] = ..., reserve: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., for_container: _Optional[str] = ...) -> None: ...
+
+class Prior(_message.Message):
+    __slots__ = ("kind", "container", "container_name")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_NAME_FIELD_NUMBER: _ClassVar[int]
+    kind: PriorKind
+    container: str
+    container_name: str
+    def __init__(self, kind: _Optional[_Union[PriorKind, str]] = ..., container: _Optional[str] = ..., container_name: _Optional[str] = ...) -> None: ...
+
+class Reservation(_message.Message):
+    __slots__ = ("id", "placement_id", "units", "cpus", "mems", "vcpus", "policy", "labels", "for_container", "create_time", "expire_time")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    ID_FIELD_NUMBER: _ClassVar[int]
+    PLACEMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    UNITS_FIELD_NUMBER: _ClassVar[int]
+    CPUS_FIELD_NUMBER: _ClassVar[int]
+    MEMS_FIELD_NUMBER: _ClassVar[int]
+    VCPUS_FIELD_NUMBER: _ClassVar[int]
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    FOR_CONTAINER_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    placement_id: str
+    units: _containers.RepeatedScalarFieldContainer[int]
+    cpus: str
+    mems: str
+    vcpus: int
+    policy: Policy
+    labels: _containers.ScalarMap[str, str]
+    for_container: str
+    create_time: _timestamp_pb2.Timestamp
+    expire_time: _timestamp_pb2.Timestamp
+    def __init__(self, id: _Optional[str] = ..., placement_id: _Optional[str] = ..., units: _Optional[_Iterable[int]] = ..., cpus: _Optional[str] = ..., mems: _Optional[str] = ..., vcpus: _Optional[int] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., for_container: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class Admission(_message.Message):
+    __slots__ = ("name", "placement_id", "units", "cpus", "mems", "reason", "predicted_relative", "predicted_low", "predicted_high", "prior", "reservation", "policy", "vcpus")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PLACEMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    UNITS_FIELD_NUMBER: _ClassVar[int]
+    CPUS_FIELD_NUMBER: _ClassVar[int]
+    MEMS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    PREDICTED_RELATIVE_FIELD_NUMBER: _ClassVar[int]
+    PREDICTED_LOW_FIELD_NUMBER: _ClassVar[int]
+    PREDICTED_HIGH_FIELD_NUMBER: _ClassVar[int]
+    PRIOR_FIELD_NUMBER: _ClassVar[int]
+    RESERVATION_FIELD_NUMBER: _ClassVar[int]
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    VCPUS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    placement_id: str
+    units: _containers.RepeatedScalarFieldContainer[int]
+    cpus: str
+    mems: str
+    reason: str
+    predicted_relative: float
+    predicted_low: float
+    predicted_high: float
+    prior: Prior
+    reservation: Reservation
+    policy: Policy
+    vcpus: int
+    def __init__(self, name: _Optional[str] = ..., placement_id: _Optional[str] = ..., units: _Optional[_Iterable[int]] = ..., cpus: _Optional[str] = ..., mems: _Optional[str] = ..., reason: _Optional[str] = ..., predicted_relative: _Optional[float] = ..., predicted_low: _Optional[float] = ..., predicted_high: _Optional[float] = ..., prior: _Optional[_Union[Prior, _Mapping]] = ..., reservation: _Optional[_Union[Reservation, _Mapping]] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., vcpus: _Optional[int] = ...) -> None: ...
+
+class AdmitResponse(_message.Message):
+    __slots__ = ("admission",)
+    ADMISSION_FIELD_NUMBER: _ClassVar[int]
+    admission: Admission
+    def __init__(self, admission: _Optional[_Union[Admission, _Mapping]] = ...) -> None: ...
+
+class AdmitBatchRequest(_message.Message):
+    __slots__ = ("requests", "mode")
+    REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    requests: _containers.RepeatedCompositeFieldContainer[AdmitRequest]
+    mode: BatchMode
+    def __init__(self, requests: _Optional[_Iterable[_Union[AdmitRequest, _Mapping]]] = ..., mode: _Optional[_Union[BatchMode, str]] = ...) -> None: ...
+
+class BatchError(_message.Message):
+    __slots__ = ("code", "message", "reason")
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    code: int
+    message: str
+    reason: str
+    def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class BatchAnswer(_message.Message):
+    __slots__ = ("admission", "error")
+    ADMISSION_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    admission: Admission
+    error: BatchError
+    def __init__(self, admission: _Optional[_Union[Admission, _Mapping]] = ..., error: _Optional[_Union[BatchError, _Mapping]] = ...) -> None: ...
+
+class AdmitBatchResponse(_message.Message):
+    __slots__ = ("answers",)
+    ANSWERS_FIELD_NUMBER: _ClassVar[int]
+    answers: _containers.RepeatedCompositeFieldContainer[BatchAnswer]
+    def __init__(self, answers: _Optional[_Iterable[_Union[BatchAnswer, _Mapping]]] = ...) -> None: ...
+
+class ListReservationsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListReservationsResponse(_message.Message):
+    __slots__ = ("reservations",)
+    RESERVATIONS_FIELD_NUMBER: _ClassVar[int]
+    reservations: _containers.RepeatedCompositeFieldContainer[Reservation]
+    def __init__(self, reservations: _Optional[_Iterable[_Union[Reservation, _Mapping]]] = ...) -> None: ...
+
+class ReleaseReservationRequest(_message.Message):
+    __slots__ = ("id",)
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    def __init__(self, id: _Optional[str] = ...) -> None: ...
+
+class ReleaseReservationResponse(_message.Message):
+    __slots__ = ("reservation",)
+    RESERVATION_FIELD_NUMBER: _ClassVar[int]
+    reservation: Reservation
+    def __init__(self, reservation: _Optional[_Union[Reservation, _Mapping]] = ...) -> None: ...
+
+class GetCapacityRequest(_message.Message):
+    __slots__ = ("vcpus",)
+    VCPUS_FIELD_NUMBER: _ClassVar[int]
+    vcpus: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, vcpus: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class UnitUse(_message.Message):
+    __slots__ = ("unit", "cpus", "mems", "package", "held_by", "reserved_by")
+    UNIT_FIELD_NUMBER: _ClassVar[int]
+    CPUS_FIELD_NUMBER: _ClassVar[int]
+    MEMS_FIELD_NUMBER: _ClassVar[int]
+    PACKAGE_FIELD_NUMBER: _ClassVar[int]
+    HELD_BY_FIELD_NUMBER: _ClassVar[int]
+    RESERVED_BY_FIELD_NUMBER: _ClassVar[int]
+    unit: int
+    cpus: str
+    mems: str
+    package: int
+    held_by: _containers.RepeatedScalarFieldContainer[str]
+    reserved_by: str
+    def __init__(self, unit: _Optional[int] = ..., cpus: _Optional[str] = ..., mems: _Optional[str] = ..., package: _Optional[int] = ..., held_by: _Optional[_Iterable[str]] = ..., reserved_by: _Optional[str] = ...) -> None: ...
+
+class CapacityTally(_message.Message):
+    __slots__ = ("index", "free_pus", "held_pus", "reserved_pus")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    FREE_PUS_FIELD_NUMBER: _ClassVar[int]
+    HELD_PUS_FIELD_NUMBER: _ClassVar[int]
+    RESERVED_PUS_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    free_pus: int
+    held_pus: int
+    reserved_pus: int
+    def __init__(self, index: _Optional[int] = ..., free_pus: _Optional[int] = ..., held_pus: _Optional[int] = ..., reserved_pus: _Optional[int] = ...) -> None: ...
+
+class PlacementsThatFit(_message.Message):
+    __slots__ = ("vcpus", "placement_ids", "note")
+    VCPUS_FIELD_NUMBER: _ClassVar[int]
+    PLACEMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    vcpus: int
+    placement_ids: _containers.RepeatedScalarFieldContainer[str]
+    note: str
+    def __init__(self, vcpus: _Optional[int] = ..., placement_ids: _Optional[_Iterable[str]] = ..., note: _Optional[str] = ...) -> None: ...
+
+class GetCapacityResponse(_message.Message):
+    __slots__ = ("units", "nodes", "packages", "fits")
+    UNITS_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    PACKAGES_FIELD_NUMBER: _ClassVar[int]
+    FITS_FIELD_NUMBER: _ClassVar[int]
+    units: _containers.RepeatedCompositeFieldContainer[UnitUse]
+    nodes: _containers.RepeatedCompositeFieldContainer[CapacityTally]
+    packages: _containers.RepeatedCompositeFieldContainer[CapacityTally]
+    fits: _containers.RepeatedCompositeFieldContainer[PlacementsThatFit]
+    def __init__(self, units: _Optional[_Iterable[_Union[UnitUse, _Mapping]]] = ..., nodes: _Optional[_Iterable[_Union[CapacityTally, _Mapping]]] = ..., packages: _Optional[_Iterable[_Union[CapacityTally, _Mapping]]] = ..., fits: _Optional[_Iterable[_Union[PlacementsThatFit, _Mapping]]] = ...) -> None: ...

@@ -96,6 +96,31 @@ class PlacedServiceStub:
                 request_serializer=placed_dot_v1_dot_placed__pb2.UnmanageRequest.SerializeToString,
                 response_deserializer=placed_dot_v1_dot_placed__pb2.UnmanageResponse.FromString,
                 _registered_method=True)
+        self.Admit = channel.unary_unary(
+                '/placed.v1.PlacedService/Admit',
+                request_serializer=placed_dot_v1_dot_placed__pb2.AdmitRequest.SerializeToString,
+                response_deserializer=placed_dot_v1_dot_placed__pb2.AdmitResponse.FromString,
+                _registered_method=True)
+        self.AdmitBatch = channel.unary_unary(
+                '/placed.v1.PlacedService/AdmitBatch',
+                request_serializer=placed_dot_v1_dot_placed__pb2.AdmitBatchRequest.SerializeToString,
+                response_deserializer=placed_dot_v1_dot_placed__pb2.AdmitBatchResponse.FromString,
+                _registered_method=True)
+        self.ListReservations = channel.unary_unary(
+                '/placed.v1.PlacedService/ListReservations',
+                request_serializer=placed_dot_v1_dot_placed__pb2.ListReservationsRequest.SerializeToString,
+                response_deserializer=placed_dot_v1_dot_placed__pb2.ListReservationsResponse.FromString,
+                _registered_method=True)
+        self.ReleaseReservation = channel.unary_unary(
+                '/placed.v1.PlacedService/ReleaseReservation',
+                request_serializer=placed_dot_v1_dot_placed__pb2.ReleaseReservationRequest.SerializeToString,
+                response_deserializer=placed_dot_v1_dot_placed__pb2.ReleaseReservationResponse.FromString,
+                _registered_method=True)
+        self.GetCapacity = channel.unary_unary(
+                '/placed.v1.PlacedService/GetCapacity',
+                request_serializer=placed_dot_v1_dot_placed__pb2.GetCapacityRequest.SerializeToString,
+                response_deserializer=placed_dot_v1_dot_placed__pb2.GetCapacityResponse.FromString,
+                _registered_method=True)
 
 
 class PlacedServiceServicer:
@@ -198,6 +223,48 @@ class PlacedServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Admit(self, request, context):
+        """Where a container that does not exist yet should start: the placement its policy
+        chooses on the units nobody holds, the reason, and its predicted performance where a
+        prior applies. With `reserve`, the units are held until a container claims them
+        (ManageRequest.reservation, or the container `for_container` names appearing) or the
+        hold ends: a second admission never gets them meanwhile.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AdmitBatch(self, request, context):
+        """Several new containers at once, packed largest first on the units nobody holds; all
+        or nothing, or each placed if it can be.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListReservations(self, request, context):
+        """The reservations held now.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReleaseReservation(self, request, context):
+        """Ends a reservation before its time; its units are free again. NOT_FOUND for one
+        claimed, released or expired.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetCapacity(self, request, context):
+        """Free, held and reserved capacity: per allocation unit, per NUMA node and per package,
+        and for each size asked about the important placements that fit on the free units.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PlacedServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -260,6 +327,31 @@ def add_PlacedServiceServicer_to_server(servicer, server):
                     servicer.Unmanage,
                     request_deserializer=placed_dot_v1_dot_placed__pb2.UnmanageRequest.FromString,
                     response_serializer=placed_dot_v1_dot_placed__pb2.UnmanageResponse.SerializeToString,
+            ),
+            'Admit': grpc.unary_unary_rpc_method_handler(
+                    servicer.Admit,
+                    request_deserializer=placed_dot_v1_dot_placed__pb2.AdmitRequest.FromString,
+                    response_serializer=placed_dot_v1_dot_placed__pb2.AdmitResponse.SerializeToString,
+            ),
+            'AdmitBatch': grpc.unary_unary_rpc_method_handler(
+                    servicer.AdmitBatch,
+                    request_deserializer=placed_dot_v1_dot_placed__pb2.AdmitBatchRequest.FromString,
+                    response_serializer=placed_dot_v1_dot_placed__pb2.AdmitBatchResponse.SerializeToString,
+            ),
+            'ListReservations': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListReservations,
+                    request_deserializer=placed_dot_v1_dot_placed__pb2.ListReservationsRequest.FromString,
+                    response_serializer=placed_dot_v1_dot_placed__pb2.ListReservationsResponse.SerializeToString,
+            ),
+            'ReleaseReservation': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReleaseReservation,
+                    request_deserializer=placed_dot_v1_dot_placed__pb2.ReleaseReservationRequest.FromString,
+                    response_serializer=placed_dot_v1_dot_placed__pb2.ReleaseReservationResponse.SerializeToString,
+            ),
+            'GetCapacity': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetCapacity,
+                    request_deserializer=placed_dot_v1_dot_placed__pb2.GetCapacityRequest.FromString,
+                    response_serializer=placed_dot_v1_dot_placed__pb2.GetCapacityResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -588,6 +680,141 @@ class PlacedService:
             '/placed.v1.PlacedService/Unmanage',
             placed_dot_v1_dot_placed__pb2.UnmanageRequest.SerializeToString,
             placed_dot_v1_dot_placed__pb2.UnmanageResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Admit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/placed.v1.PlacedService/Admit',
+            placed_dot_v1_dot_placed__pb2.AdmitRequest.SerializeToString,
+            placed_dot_v1_dot_placed__pb2.AdmitResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AdmitBatch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/placed.v1.PlacedService/AdmitBatch',
+            placed_dot_v1_dot_placed__pb2.AdmitBatchRequest.SerializeToString,
+            placed_dot_v1_dot_placed__pb2.AdmitBatchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListReservations(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/placed.v1.PlacedService/ListReservations',
+            placed_dot_v1_dot_placed__pb2.ListReservationsRequest.SerializeToString,
+            placed_dot_v1_dot_placed__pb2.ListReservationsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReleaseReservation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/placed.v1.PlacedService/ReleaseReservation',
+            placed_dot_v1_dot_placed__pb2.ReleaseReservationRequest.SerializeToString,
+            placed_dot_v1_dot_placed__pb2.ReleaseReservationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetCapacity(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/placed.v1.PlacedService/GetCapacity',
+            placed_dot_v1_dot_placed__pb2.GetCapacityRequest.SerializeToString,
+            placed_dot_v1_dot_placed__pb2.GetCapacityResponse.FromString,
             options,
             channel_credentials,
             insecure,
