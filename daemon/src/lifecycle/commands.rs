@@ -133,6 +133,14 @@ impl Daemon {
                 "the root cgroup is never managed; name a container or a cgroup below the root",
             ));
         }
+        let cgroup = container.cgroup.to_string();
+        let nested = self.core.containers.registry().nested_with(&cgroup);
+        if !nested.is_empty() {
+            return Err(DaemonError::Nested {
+                cgroup,
+                others: nested.join(", "),
+            });
+        }
         let (v, _) = super::register::initial_vcpus(&self.core, &container, Some(req));
         self.check_pinned(req.policy.as_ref(), v)?;
         Ok(container)

@@ -14,6 +14,15 @@ use placed_core::policy::Policy;
 
 use super::entry::Entry;
 
+/// What a reference names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Lookup {
+    Found(String),
+    Missing,
+    /// Several containers: their ids.
+    Ambiguous(Vec<String>),
+}
+
 /// The managed containers and the ones handed back.
 #[derive(Debug, Default)]
 pub(crate) struct Containers {
@@ -78,37 +87,60 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// The key of the container a reference names: its id (cgroup path), runtime id,
-    /// name, or a unique prefix of the runtime id (12 hex digits as `docker ps` shows).
-    pub fn key_of(&self, reference: &str) -> Option<String> {
-        if self.entries.contains_key(reference) {
-            return Some(reference.to_owned());
+    /// The container a reference names: a cgroup path names exactly that cgroup (never
+    /// a container below it); otherwise its runtime id or name, or a unique prefix of its
+    /// runtime id (12 hex digits as `docker ps` shows). A name or prefix two containers
+    /// share is ambiguous, never a guess.
+    pub fn lookup(&self, reference: &str) -> Lookup {
+        if reference.contains('/') {
+            let path = format!("/{}", reference.trim_start_matches('/'));
+            return if self.entries.contains_key(&path) {
+                Lookup::Found(path)
+            } else {
+                Lookup::Missing
+            };
         }
-        let slashed = format!("/{}", reference.trim_start_matches('/'));
-        if self.entries.contains_key(&slashed) {
-            return Some(slashed);
-        }
-        let exact: Vec<&String> = self
+        let exact: Vec<String> = self
             .entries
             .iter()
             .filter(|(_, e)| e.record.runtime_id == reference || e.record.name == reference)
-            .map(|(k, _)| k)
+            .map(|(k, _)| k.clone())
             .collect();
-        if let [one] = exact.as_slice() {
-            return Some((*one).clone());
+        match exact.len() {
+            1 => return Lookup::Found(exact.into_iter().next().unwrap_or_default()),
+            0 => {}
+            _ => return Lookup::Ambiguous(exact),
         }
-        if reference.len() >= 6 {
-            let prefixed: Vec<&String> = self
-                .entries
-                .iter()
-                .filter(|(_, e)| e.record.runtime_id.starts_with(reference))
-                .map(|(k, _)| k)
-                .collect();
-            if let [one] = prefixed.as_slice() {
-                return Some((*one).clone());
-            }
+        if reference.len() < 6 {
+            return Lookup::Missing;
         }
-        None
+        // Prefixes of runtime ids (Docker's hex ids), never of cgroup paths.
+        let prefixed: Vec<String> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| {
+                !e.record.runtime_id.starts_with('/') && e.record.runtime_id.starts_with(reference)
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        match prefixed.len() {
+            0 => Lookup::Missing,
+            1 => Lookup::Found(prefixed.into_iter().next().unwrap_or_default()),
+            _ => Lookup::Ambiguous(prefixed),
+        }
+    }
+
+    /// The managed containers nested in `cgroup` or containing it: placed cannot manage a
+    /// cgroup and one below it (a parent's cpuset bounds its children's).
+    pub fn nested_with(&self, cgroup: &str) -> Vec<String> {
+        let below = |a: &str, b: &str| {
+            a.len() > b.len() && a.starts_with(b) && a.as_bytes()[b.len()] == b'/'
+        };
+        self.entries
+            .keys()
+            .filter(|k| below(k, cgroup) || below(cgroup, k))
+            .cloned()
+            .collect()
     }
 
     /// Counts per lifecycle state, every state present.
@@ -150,5 +182,74 @@ impl Registry {
         taken.sort_unstable();
         taken.dedup();
         taken
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::ContainerRecord;
+    use placed_host::cgroup::CgroupPath;
+    use placed_host::containers::{Container, Runtime};
+    use tokio_util::sync::CancellationToken;
+
+    fn registry(containers: &[(&str, &str, &str)]) -> Registry {
+        let mut r = Registry::default();
+        for (id, name, runtime_id) in containers {
+            let cgroup = CgroupPath::parse(id).unwrap();
+            let record = ContainerRecord {
+                runtime_id: (*runtime_id).to_owned(),
+                ..ContainerRecord::new(id, name, 1, Policy::Observe)
+            };
+            let container = Container {
+                runtime: Runtime::Cgroup,
+                id: (*runtime_id).to_owned(),
+                name: Some((*name).to_owned()),
+                pod: None,
+                cgroup,
+            };
+            r.entries.insert(
+                (*id).to_owned(),
+                Entry::new(record, container, CancellationToken::new()),
+            );
+        }
+        r
+    }
+
+    #[test]
+    fn a_path_names_exactly_that_cgroup_never_one_below_it() {
+        let r = registry(&[("/placed-e2e/w1", "w1", "/placed-e2e/w1")]);
+        // Issue 24: `Manage("/placed-e2e")` changed w1 through a prefix of its id.
+        assert_eq!(r.lookup("/placed-e2e"), Lookup::Missing);
+        assert_eq!(r.lookup("placed-e2e"), Lookup::Missing);
+        assert_eq!(
+            r.lookup("placed-e2e/w1"),
+            Lookup::Found("/placed-e2e/w1".into())
+        );
+        assert_eq!(r.lookup("w1"), Lookup::Found("/placed-e2e/w1".into()));
+    }
+
+    #[test]
+    fn a_shared_name_or_prefix_is_ambiguous_with_the_candidates() {
+        let r = registry(&[
+            ("/a/w1", "w1", "/a/w1"),
+            ("/b/w1", "w1", "/b/w1"),
+            ("/docker/3f2a11", "web", "3f2a11aaaa"),
+            ("/docker/3f2a22", "db", "3f2a11bbbb"),
+        ]);
+        assert_eq!(
+            r.lookup("w1"),
+            Lookup::Ambiguous(vec!["/a/w1".into(), "/b/w1".into()])
+        );
+        assert!(matches!(r.lookup("3f2a11"), Lookup::Ambiguous(c) if c.len() == 2));
+        assert_eq!(r.lookup("3f2a11a"), Lookup::Found("/docker/3f2a11".into()));
+    }
+
+    #[test]
+    fn nesting_is_found_both_ways_and_only_along_path_components() {
+        let r = registry(&[("/t/w1", "w1", "/t/w1"), ("/tt", "tt", "/tt")]);
+        assert_eq!(r.nested_with("/t"), ["/t/w1"]);
+        assert_eq!(r.nested_with("/t/w1/inner"), ["/t/w1"]);
+        assert!(r.nested_with("/t/w2").is_empty());
     }
 }

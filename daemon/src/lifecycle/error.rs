@@ -53,6 +53,22 @@ pub enum DaemonError {
     )]
     UnknownContainer { reference: String },
 
+    /// A name or id prefix several managed containers share.
+    #[error(
+        "{} names several managed containers ({candidates}): name one by its id",
+        clip(.reference)
+    )]
+    AmbiguousContainer {
+        reference: String,
+        candidates: String,
+    },
+
+    /// A cgroup nested with a managed one: a parent's cpuset bounds its children's.
+    #[error(
+        "{cgroup} cannot be managed with {others}: one contains the other, and a parent's cpuset bounds its children's; manage the containers, not the cgroup above them"
+    )]
+    Nested { cgroup: String, others: String },
+
     /// Another operation on this container is in progress.
     #[error(
         "container {} is busy: {operation} since {seconds} s ago; retry when it is done",
@@ -251,7 +267,9 @@ impl DaemonError {
             Self::Policy(_) => Fault::HostConfig,
             Self::Placements { .. } => Fault::InvalidInput,
             Self::UnknownContainer { .. } | Self::UnknownReservation { .. } => Fault::NotFound,
-            Self::ReservationMismatch { .. } => Fault::InvalidInput,
+            Self::ReservationMismatch { .. }
+            | Self::AmbiguousContainer { .. }
+            | Self::Nested { .. } => Fault::InvalidInput,
             Self::BatchRefused { .. } => Fault::HostConfig,
             Self::Busy { .. } => Fault::Conflict,
             Self::NoModel { .. }
@@ -310,6 +328,8 @@ impl DaemonError {
             Self::UnknownPlacement { .. } => "UNKNOWN_PLACEMENT",
             Self::Placements { .. } => "NO_PLACEMENTS",
             Self::UnknownContainer { .. } => "CONTAINER_NOT_FOUND",
+            Self::AmbiguousContainer { .. } => "AMBIGUOUS_CONTAINER",
+            Self::Nested { .. } => "NESTED_CGROUP",
             Self::Busy { .. } => "CONTAINER_BUSY",
             Self::NoModel { .. } => "NO_MODEL",
             Self::BelowGate { .. } => "MODEL_BELOW_GATE",
@@ -344,6 +364,7 @@ impl DaemonError {
             Self::BadRequest { field, .. } => Some(field),
             Self::UnknownPlacement { .. } => Some("placement_id"),
             Self::ReservationMismatch { .. } => Some("reservation"),
+            Self::AmbiguousContainer { .. } | Self::Nested { .. } => Some("container"),
             Self::Policy(e) if e.is_bad_request() => Some("policy"),
             _ => None,
         }

@@ -12,6 +12,7 @@ use std::time::Instant;
 use crate::state::{ContainerRecord, Lifecycle};
 use placed_host::cgroup::CgroupPath;
 
+use super::containers::Lookup;
 use super::core::Core;
 use super::entry::{Entry, OpGuard};
 use super::error::DaemonError;
@@ -30,11 +31,17 @@ impl Handle {
 
     /// The container a reference names (id, name, runtime id or its unique prefix).
     pub fn find(core: &Arc<Core>, reference: &str) -> Result<Self, DaemonError> {
-        let key = core.containers.registry().key_of(reference);
-        key.map(|id| Self::new(core.clone(), id))
-            .ok_or_else(|| DaemonError::UnknownContainer {
+        let found = core.containers.registry().lookup(reference);
+        match found {
+            Lookup::Found(id) => Ok(Self::new(core.clone(), id)),
+            Lookup::Missing => Err(DaemonError::UnknownContainer {
                 reference: reference.to_owned(),
-            })
+            }),
+            Lookup::Ambiguous(candidates) => Err(DaemonError::AmbiguousContainer {
+                reference: reference.to_owned(),
+                candidates: candidates.join(", "),
+            }),
+        }
     }
 
     fn gone(&self) -> DaemonError {

@@ -15,6 +15,7 @@ use placed_host::migrate::{Mode, ModeKind};
 
 use super::convert;
 use super::paging::{self, Pager};
+pub use super::status::{status_for, status_of};
 use super::watch::{self, EventStream, Watchers};
 
 /// The service; answers UNAVAILABLE until the daemon has restored its state.
@@ -96,30 +97,6 @@ impl Api {
         self.daemon
             .get()
             .ok_or_else(|| Status::unavailable("placed is starting: restoring its state"))
-    }
-}
-
-/// The one place daemon errors become gRPC codes: from who has to act ([`Fault`]), with
-/// the error and its causes on one line as the message.
-pub fn status_of(e: DaemonError) -> Status {
-    status_for(e.fault(), e.line())
-}
-
-/// Longest `grpc-message` sent: a message echoing a 100 KB id came back as an h2 protocol
-/// error or RESOURCE_EXHAUSTED instead of the real error. Each error already clips what it
-/// echoes; this bounds the whole line, causes included.
-const MESSAGE_MAX: usize = 1000;
-
-/// The gRPC status of an error of this fault.
-pub fn status_for(fault: Fault, message: String) -> Status {
-    let message = placed_core::text::clip(&message, MESSAGE_MAX);
-    match fault {
-        Fault::InvalidInput => Status::invalid_argument(message),
-        Fault::NotFound => Status::not_found(message),
-        Fault::HostConfig => Status::failed_precondition(message),
-        Fault::Transient => Status::unavailable(message),
-        Fault::Conflict => Status::aborted(message),
-        Fault::Internal => Status::internal(message),
     }
 }
 

@@ -19,6 +19,7 @@ pub mod guard;
 pub mod listen;
 mod orchestrate;
 mod paging;
+mod status;
 mod watch;
 
 use placed_proto::v1::placed_service_server::{PlacedServiceServer, SERVICE_NAME};

@@ -3,7 +3,8 @@
 //! longer managed has no series from the next scrape on, and no lifecycle step has to keep
 //! gauges in step with the records.
 //!
-//! Labels are bounded: `container` (its name), `runtime`, `policy` (the kind: `observe`,
+//! Labels are bounded: `id` (the container's cgroup path, unique), `container` (its name),
+//! `runtime`, `policy` (the kind: `observe`,
 //! `model`, `conservative`, `aggressive`, `smart-aggressive`, `pinned`), plus `placement`
 //! (an id from the machine's important placements) on the info series and `state` (the
 //! nine lifecycle states) on the state series.
@@ -23,7 +24,7 @@ use placed_core::policy::Policy;
 /// One managed container, as the metrics show it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct View {
-    /// The stable key (cgroup path); not a label.
+    /// The stable key (cgroup path): the `id` label.
     pub id: String,
     pub name: String,
     pub runtime: String,
@@ -146,6 +147,10 @@ type Labels = Vec<(&'static str, String)>;
 
 fn labels(v: &View) -> Labels {
     vec![
+        // The id makes each container's series its own: two containers may share a name
+        // (`w1` under two parents), and duplicate series make an OpenMetrics parser refuse
+        // the whole page.
+        ("id", v.id.clone()),
         ("container", v.name.clone()),
         ("runtime", v.runtime.clone()),
         ("policy", v.policy.to_owned()),

@@ -37,7 +37,7 @@ fn each_managed_container_has_its_series_until_it_is_unmanaged() {
     m.per_container.moved("/docker/a", 1 << 20);
     m.per_container.overridden("/docker/a");
     let text = m.render(Format::Text);
-    let web = r#"{container="web",runtime="docker",policy="model"}"#;
+    let web = r#"{id="/docker/a",container="web",runtime="docker",policy="model"}"#;
     assert_eq!(
         sample(&text, &format!("placed_container_units{web}")),
         Some(2.0)
@@ -61,28 +61,28 @@ fn each_managed_container_has_its_series_until_it_is_unmanaged() {
     assert_eq!(
         sample(
             &text,
-            r#"placed_container_overrides_total{container="db",runtime="docker",policy="model"}"#
+            r#"placed_container_overrides_total{id="/docker/b",container="db",runtime="docker",policy="model"}"#
         ),
         Some(0.0)
     );
     assert_eq!(
         sample(
             &text,
-            r#"placed_container_placement{container="web",runtime="docker",policy="model",placement="p3"}"#
+            r#"placed_container_placement{id="/docker/a",container="web",runtime="docker",policy="model",placement="p3"}"#
         ),
         Some(1.0)
     );
     assert_eq!(
         sample(
             &text,
-            r#"placed_container_state{container="web",runtime="docker",policy="model",state="watched"}"#
+            r#"placed_container_state{id="/docker/a",container="web",runtime="docker",policy="model",state="watched"}"#
         ),
         Some(1.0)
     );
     assert_eq!(
         sample(
             &text,
-            r#"placed_container_state{container="web",runtime="docker",policy="model",state="failed"}"#
+            r#"placed_container_state{id="/docker/a",container="web",runtime="docker",policy="model",state="failed"}"#
         ),
         Some(0.0)
     );
@@ -186,5 +186,23 @@ fn every_family_is_there_before_any_event() {
             env!("CARGO_PKG_VERSION")
         )),
         "{text}"
+    );
+}
+
+#[test]
+fn two_containers_of_one_name_have_series_of_their_own() {
+    let m = Metrics::default();
+    m.per_container
+        .set_source(|| vec![view("/t1/w1", "w1"), view("/t2/w1", "w1")]);
+    let text = m.render(Format::OpenMetrics);
+    let units: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("placed_container_units{"))
+        .collect();
+    assert_eq!(units.len(), 2, "{units:?}");
+    assert_ne!(units[0], units[1]);
+    assert!(
+        units.iter().any(|l| l.contains(r#"id="/t1/w1""#)),
+        "{units:?}"
     );
 }
