@@ -18,6 +18,8 @@ mod guest;
 mod guest_support;
 mod offline;
 mod ops;
+#[path = "../support/pki.rs"]
+mod pki;
 mod python;
 mod reliability;
 mod tls;
