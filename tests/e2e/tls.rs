@@ -269,7 +269,8 @@ fn malformed_tls_files_stop_the_daemon_at_start() {
 
 /// TCP with TLS but no client certificates: nobody on the network is known, so the listener
 /// answers the calls that change nothing and refuses the others with PERMISSION_DENIED,
-/// naming the setting; the Unix socket still serves them all.
+/// naming the setting; the Unix socket still serves them all. (Every method of the API,
+/// read from its descriptor, is checked in-process: daemon/tests/access.rs.)
 #[test]
 fn tcp_without_client_certificates_is_read_only() {
     let dir = tempfile::tempdir().unwrap();
@@ -306,7 +307,8 @@ fn tcp_without_client_certificates_is_read_only() {
     ] {
         let run = remote(&args).fails_with(Exit::Refused, "grpc.tls.client_ca is unset");
         assert!(
-            run.stderr.contains(&format!("{call} changes containers")),
+            run.stderr
+                .contains(&format!("{call} is not a read-only call")),
             "{run:?}"
         );
         assert!(run.stderr.contains("PermissionDenied"), "{run:?}");
