@@ -1,9 +1,13 @@
-//! Fuzz targets for the daemon's parsers of outside input: the TOML configuration and the
+//! Fuzz targets for the daemon's parsers of outside input: the TOML configuration, the
 //! state file (its header, checksum, payload and the validation of its records against the
-//! machine). Bounded and seeded for CI; see docs/testing.md for the long mode.
+//! machine), and the Unix socket's HTTP/2 authority repair (`authority`). Bounded and
+//! seeded for CI; see docs/testing.md for the long mode.
 
 #[path = "../../tests/support/fuzz.rs"]
 mod fuzz;
+
+#[path = "fuzz/authority.rs"]
+mod authority;
 
 use std::path::{Path, PathBuf};
 

@@ -226,6 +226,7 @@ impl Table {
             },
         );
         *inner.per_peer.entry(peer).or_default() += 1;
+        super::reclaim::RECLAIM.opened();
         Ok(Slot {
             table: self.clone(),
             id,
@@ -258,6 +259,7 @@ impl Table {
 
     fn evict(&self, inner: &mut Inner, id: u64) {
         if let Some(entry) = inner.remove(id) {
+            super::reclaim::RECLAIM.closed();
             tracing::debug!(
                 listener = self.rules.listener,
                 peer = %entry.peer,
@@ -268,7 +270,10 @@ impl Table {
     }
 
     fn release(&self, id: u64) {
-        self.lock().remove(id);
+        let removed = self.lock().remove(id).is_some();
+        if removed {
+            super::reclaim::RECLAIM.closed();
+        }
     }
 }
 

@@ -12,7 +12,8 @@
 //! itself, and answers refused ones with RESOURCE_EXHAUSTED ([`refuse`]); [`guard`] closes
 //! connections that stay silent. In front of every service: [`ending`] ends every stream
 //! when the daemon stops, and [`access`] serves a read-only listener only its read-only
-//! calls. `Watch` streams are capped over all listeners ([`Limits`]).
+//! calls. `Watch` streams are capped over all listeners ([`Limits`]). Memory freed when a
+//! burst of connections and streams closes is given back to the system ([`reclaim`]).
 //!
 //! - `api`: the handlers; `convert`: daemon values to messages; `paging`: list pages and
 //!   their tokens; `watch`: the event stream with resume.
@@ -27,6 +28,7 @@ pub mod ending;
 pub mod guard;
 pub mod listen;
 mod paging;
+pub mod reclaim;
 pub mod refuse;
 mod watch;
 
