@@ -554,3 +554,39 @@ fn authority_repair_output_is_accepted_by_h2() {
         |(requests, cuts)| requests_property(&rt, &requests, &cuts),
     );
 }
+
+/// Found while fuzzing the repair: its HPACK decoder builds the Huffman code table for
+/// every Huffman-coded string, and a 250 KiB header block of one-byte strings took 6 s of a
+/// worker thread (any client of the socket could stall the daemon). A block is now counted
+/// before it is decoded, and one with more fields than the server takes, or more
+/// Huffman-coded strings than a request has, ends the connection at once.
+#[test]
+fn a_header_block_of_many_huffman_strings_is_refused_before_it_is_decoded() {
+    let mut block = Vec::new();
+    while block.len() < 250 << 10 {
+        // A literal field, new name: both strings Huffman-coded, one symbol ('0') each.
+        block.extend([0x00, 0x81, 0x07, 0x81, 0x07]);
+    }
+    let mut input = PREFACE.to_vec();
+    let chunks: Vec<&[u8]> = block.chunks(16_000).collect();
+    for (i, chunk) in chunks.iter().enumerate() {
+        let kind = if i == 0 { HEADERS } else { CONTINUATION };
+        let flags = if i + 1 == chunks.len() {
+            END_HEADERS
+        } else {
+            0
+        };
+        frame(&mut input, kind, flags, 1, chunk);
+    }
+    let err = rewrite(&input, &[input.len()]).unwrap_err();
+    assert!(err.contains("Huffman-coded"), "{err}");
+    // A request's block, Huffman-coded or not, is not affected.
+    let mut encoder = loona_hpack::Encoder::new();
+    let mut ok = PREFACE.to_vec();
+    let fields: Vec<(Vec<u8>, Vec<u8>)> = (0..100)
+        .map(|i| (format!("x-meta-{i}").into_bytes(), b"value".to_vec()))
+        .collect();
+    let block = encoder.encode(fields.iter().map(|(n, v)| (&n[..], &v[..])));
+    frame(&mut ok, HEADERS, END_HEADERS | END_STREAM, 1, &block);
+    assert_eq!(rewrite(&ok, &[7]), Ok((ok.clone(), None)));
+}
