@@ -113,17 +113,7 @@ async fn local_users_cannot_lock_root_out_of_the_unix_socket() {
 
     // uid 60001 takes its four places; its fifth is refused, naming the setting.
     let mut held = connect_as(60001, &d.socket, 4);
-    let fifth = connect_as(60001, &d.socket, 1).pop().unwrap();
-    let refused = client_on(fifth)
-        .await
-        .get_status(pb::GetStatusRequest {})
-        .await
-        .unwrap_err();
-    assert_eq!(
-        refused.code(),
-        tonic::Code::ResourceExhausted,
-        "{refused:?}"
-    );
+    let refused = refused_as(60001, &d.socket).await;
     assert!(
         refused.message().contains(
             "uid 60001 holds 4 connections to the Unix socket, as many as one peer may (grpc.max_connections_per_peer)"
@@ -133,17 +123,7 @@ async fn local_users_cannot_lock_root_out_of_the_unix_socket() {
     // Two more uids fill what is not kept for root (16 - 4, root's connection included).
     held.extend(connect_as(60002, &d.socket, 4));
     held.extend(connect_as(60003, &d.socket, 3));
-    let another = connect_as(60004, &d.socket, 1).pop().unwrap();
-    let refused = client_on(another)
-        .await
-        .get_status(pb::GetStatusRequest {})
-        .await
-        .unwrap_err();
-    assert_eq!(
-        refused.code(),
-        tonic::Code::ResourceExhausted,
-        "{refused:?}"
-    );
+    let refused = refused_as(60004, &d.socket).await;
     assert!(
         refused.message().contains("4 more are kept for root"),
         "{refused:?}"
@@ -176,6 +156,22 @@ fn connect_as(uid: u32, socket: &std::path::Path, n: usize) -> Vec<std::os::unix
     })
     .join()
     .unwrap()
+}
+
+/// What a call on a new connection of `uid` gets, which must be RESOURCE_EXHAUSTED.
+async fn refused_as(uid: u32, socket: &std::path::Path) -> tonic::Status {
+    let stream = connect_as(uid, socket, 1).pop().unwrap();
+    let refused = client_on(stream)
+        .await
+        .get_status(pb::GetStatusRequest {})
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refused.code(),
+        tonic::Code::ResourceExhausted,
+        "{refused:?}"
+    );
+    refused
 }
 
 /// A gRPC client on a connection already made.

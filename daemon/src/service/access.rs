@@ -4,16 +4,10 @@
 //! A TCP listener without client certificates does not know who connects, so it serves only
 //! calls that change nothing. This used to be a check each mutating handler had to remember
 //! to call: a handler added later without it would have moved containers, and run
-//! commands through a command metric, for anyone who reached the port. Now [`Gate`] lets
-//! through only the paths in [`READ_ONLY`] and answers PERMISSION_DENIED to the rest,
-//! before routing, so that a method added to the API later is denied there until it is
-//! listed.
-
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
-use tonic::body::Body;
+//! commands through a command metric, for anyone who reached the port. Now the layer in
+//! front of every service (`super::front`) lets through only the paths in [`READ_ONLY`]
+//! and answers PERMISSION_DENIED to the rest, before routing, so that a method added to
+//! the API later is denied there until it is listed.
 
 /// What a listener's callers may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,55 +63,6 @@ pub fn denied(path: &str) -> tonic::Status {
         "{} is not a read-only call, and this TCP listener serves only read-only calls: it has no client authentication (grpc.tls.client_ca is unset); set grpc.tls.client_ca to the CA of the orchestrators' certificates, or call over the Unix socket",
         placed_core::text::clip(method, 100)
     ))
-}
-
-/// The layer that applies a listener's [`Access`] to every call.
-#[derive(Debug, Clone, Copy)]
-pub struct Gate(pub Access);
-
-impl<S> tower::Layer<S> for Gate {
-    type Service = Gated<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        Gated {
-            inner,
-            access: self.0,
-        }
-    }
-}
-
-/// A service behind a [`Gate`].
-#[derive(Debug, Clone)]
-pub struct Gated<S> {
-    inner: S,
-    access: Access,
-}
-
-type BoxFuture<T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send>>;
-
-impl<S> tower::Service<http::Request<Body>> for Gated<S>
-where
-    S: tower::Service<http::Request<Body>, Response = http::Response<Body>>,
-    S::Future: Send + 'static,
-    S::Error: Send + 'static,
-{
-    type Response = http::Response<Body>;
-    type Error = S::Error;
-    type Future = BoxFuture<Self::Response, Self::Error>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
-        let path = request.uri().path();
-        if self.access.allows(path) {
-            Box::pin(self.inner.call(request))
-        } else {
-            let answer = denied(path).into_http::<Body>();
-            Box::pin(std::future::ready(Ok(answer)))
-        }
-    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,8 @@
 //! themselves: a `grpc.health.v1` `Health/Watch` sent NOT_SERVING at SIGTERM and then stayed
 //! open, and the daemon with it, for as long as its client did (new clients hung
 //! meanwhile); a reflection stream or a `ReportMetric` upload lasts as long as its client
-//! wants. [`Ending`] wraps the body of every request and response: once the daemon stops,
+//! wants. [`Ends`] wraps the body of every request and response (`super::front`): once
+//! the daemon stops,
 //! a response body that has nothing more ready ends with UNAVAILABLE ("placed is
 //! stopping"), and a request body still being sent ends with the same status, which the
 //! handler reading it sees. What a stream had ready before is sent first: the NOT_SERVING
@@ -24,70 +25,15 @@ fn stopping() -> tonic::Status {
     tonic::Status::unavailable("placed is stopping: call again once it is back")
 }
 
-/// The layer that ends every stream once `stop` is cancelled.
-#[derive(Debug, Clone)]
-pub struct Ending {
-    stop: CancellationToken,
-}
-
-impl Ending {
-    pub fn new(stop: CancellationToken) -> Self {
-        Self { stop }
-    }
-}
-
-impl<S> tower::Layer<S> for Ending {
-    type Service = EndingService<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        EndingService {
-            inner,
-            stop: self.stop.clone(),
-        }
-    }
-}
-
-/// A service whose streams end at stop.
-#[derive(Debug, Clone)]
-pub struct EndingService<S> {
-    inner: S,
-    stop: CancellationToken,
-}
-
-type BoxFuture<T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send>>;
-
-impl<S> tower::Service<http::Request<Body>> for EndingService<S>
-where
-    S: tower::Service<http::Request<Body>, Response = http::Response<Body>>,
-    S::Future: Send + 'static,
-{
-    type Response = http::Response<Body>;
-    type Error = S::Error;
-    type Future = BoxFuture<Self::Response, Self::Error>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
-        let stop = self.stop.clone();
-        let request = request.map(|b| Body::new(Ends::new(b, Side::Request, &stop)));
-        let response = self.inner.call(request);
-        Box::pin(async move {
-            let response = response.await?;
-            Ok(response.map(|b| Body::new(Ends::new(b, Side::Response, &stop))))
-        })
-    }
-}
-
+/// Which body of a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Side {
+pub enum Side {
     Request,
     Response,
 }
 
 /// A body that ends at stop.
-struct Ends {
+pub struct Ends {
     inner: Body,
     side: Side,
     stop: Pin<Box<WaitForCancellationFutureOwned>>,
@@ -104,7 +50,7 @@ impl std::fmt::Debug for Ends {
 }
 
 impl Ends {
-    fn new(inner: Body, side: Side, stop: &CancellationToken) -> Self {
+    pub fn new(inner: Body, side: Side, stop: &CancellationToken) -> Self {
         Self {
             inner,
             side,
@@ -201,7 +147,7 @@ mod tests {
     async fn a_request_still_sent_at_stop_fails_unavailable() {
         let stop = CancellationToken::new();
         let mut body = Ends::new(stuck(b"sample"), Side::Request, &stop);
-        assert!(body.frame().await.unwrap().is_ok());
+        body.frame().await.unwrap().unwrap();
         let pending = body.frame();
         tokio::pin!(pending);
         tokio::select! {

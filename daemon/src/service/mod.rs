@@ -10,9 +10,9 @@
 //! In front of the servers: [`accept`] lets connections in within each listener's limits
 //! ([`admit`]: per peer, with room kept for root and for authenticated clients), does TLS
 //! itself, and answers refused ones with RESOURCE_EXHAUSTED ([`refuse`]); [`guard`] closes
-//! connections that stay silent. In front of every service: [`ending`] ends every stream
-//! when the daemon stops, and [`access`] serves a read-only listener only its read-only
-//! calls. `Watch` streams are capped over all listeners ([`Limits`]). Memory freed when a
+//! connections that stay silent. In front of every service ([`front`]): [`access`] serves
+//! a read-only listener only its read-only calls, and [`ending`] ends every stream when
+//! the daemon stops. `Watch` streams are capped over all listeners ([`Limits`]). Memory freed when a
 //! burst of connections and streams closes is given back to the system ([`reclaim`]).
 //!
 //! - `api`: the handlers; `convert`: daemon values to messages; `paging`: list pages and
@@ -25,6 +25,7 @@ mod api;
 pub mod authority;
 mod convert;
 pub mod ending;
+pub mod front;
 pub mod guard;
 pub mod listen;
 mod paging;
@@ -156,21 +157,17 @@ pub struct TcpListening {
     pub client_certificates: bool,
 }
 
-type Layers = tower::layer::util::Stack<
-    access::Gate,
-    tower::layer::util::Stack<ending::Ending, tower::layer::util::Identity>,
->;
+type Layers = tower::layer::util::Stack<front::Front, tower::layer::util::Identity>;
 
-/// The server of one listener, whose callers have `access`, before its services: every
-/// stream ends at stop, and calls `access` does not allow are refused before routing.
+/// The server of one listener, whose callers have `access`, before its services: calls
+/// `access` does not allow are refused before routing, and every stream ends at stop.
 fn server(access: Access, ending: &CancellationToken) -> Server<Layers> {
     // Keepalive pings make a live but quiet client answer within guard::IDLE; a
     // connection that answers nothing is closed by the guard.
     Server::builder()
         .http2_keepalive_interval(Some(guard::KEEPALIVE))
         .http2_keepalive_timeout(Some(guard::KEEPALIVE))
-        .layer(ending::Ending::new(ending.clone()))
-        .layer(access::Gate(access))
+        .layer(front::Front::new(access, ending.clone()))
 }
 
 /// Serves on the Unix listener and, when given, on TCP with TLS, until `shutdown`, within

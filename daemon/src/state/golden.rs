@@ -131,8 +131,8 @@ fn prediction(provenance: Provenance) -> PredictionRecord {
     }
 }
 
-/// A state holding every field and every variant the format has.
-fn fixed() -> State {
+/// A Docker container under the model policy, placed and watched.
+fn web() -> ContainerRecord {
     let mut web = container(
         "/docker/3f2a",
         Lifecycle::Watched,
@@ -144,6 +144,12 @@ fn fixed() -> State {
     web.vcpus_source = VcpuSource::Request;
     web.original = Some(sets("0-15", "0-1"));
     web.assigned = Some(assigned(Some("numa1-core4"), &[1], "8-11", "1"));
+    web
+}
+
+/// A state holding every field and every variant the format has.
+fn fixed() -> State {
+    let mut web = web();
     web.metric = Some(SourceSpec::Prometheus {
         url: "http://10.0.0.5:9100/metrics".into(),
         selector: "requests_total{job=\"web\"}".into(),
@@ -269,17 +275,7 @@ fn fixed() -> State {
 /// `v1-first.state` as this build reads it: what its first writer knew, the later fields
 /// at their defaults.
 fn first() -> State {
-    let mut web = container(
-        "/docker/3f2a",
-        Lifecycle::Watched,
-        Policy::Model { goal: 0.9 },
-    );
-    web.runtime = "docker".into();
-    web.runtime_id = "3f2a".repeat(16);
-    web.vcpus = 4;
-    web.vcpus_source = VcpuSource::Request;
-    web.original = Some(sets("0-15", "0-1"));
-    web.assigned = Some(assigned(Some("numa1-core4"), &[1], "8-11", "1"));
+    let mut web = web();
     web.metric = Some(SourceSpec::Pushed { counter: false });
     let mut p = prediction(Provenance::Real);
     p.placements[1].interval = None;

@@ -98,8 +98,11 @@ fn fragment(f: &Frame) -> Option<&[u8]> {
     p.get(..p.len().checked_sub(pad)?)
 }
 
+/// A decoded header list.
+type Fields = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// The header lists a fresh HPACK decoder (the server's) reads from `frames`' blocks.
-fn decoded(frames: &[Frame]) -> Result<Vec<Vec<(Vec<u8>, Vec<u8>)>>, String> {
+fn decoded(frames: &[Frame]) -> Result<Vec<Fields>, String> {
     let mut decoder = loona_hpack::Decoder::new();
     let mut lists = Vec::new();
     let mut block = Vec::new();
@@ -122,7 +125,7 @@ fn decoded(frames: &[Frame]) -> Result<Vec<Vec<(Vec<u8>, Vec<u8>)>>, String> {
 // ---- arbitrary frames ----
 
 /// Header fields, with `:authority` often among them.
-fn fields() -> impl Strategy<Value = Vec<(Vec<u8>, Vec<u8>)>> {
+fn fields() -> impl Strategy<Value = Fields> {
     let name = prop_oneof![
         3 => Just(b":authority".to_vec()),
         1 => Just(b":path".to_vec()),
@@ -143,10 +146,13 @@ fn fields() -> impl Strategy<Value = Vec<(Vec<u8>, Vec<u8>)>> {
 #[derive(Debug, Clone)]
 enum Payload {
     Bytes(Vec<u8>),
-    Block(Vec<(Vec<u8>, Vec<u8>)>),
+    Block(Fields),
 }
 
-fn arbitrary_frames() -> impl Strategy<Value = (Vec<(u8, u8, u32, Payload)>, Vec<usize>)> {
+/// Frames to send as (type, flags, stream, payload), and the sizes the bytes arrive in.
+type Sent = (Vec<(u8, u8, u32, Payload)>, Vec<usize>);
+
+fn arbitrary_frames() -> impl Strategy<Value = Sent> {
     let kind = prop_oneof![
         4 => Just(HEADERS),
         3 => Just(CONTINUATION),

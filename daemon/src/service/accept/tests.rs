@@ -15,6 +15,17 @@ fn limits() -> ConnectionLimits {
     }
 }
 
+/// The server's side: the test PKI's server certificate, client certificates required.
+fn acceptor(p: &pki::Pki) -> tokio_rustls::TlsAcceptor {
+    let tls = crate::service::listen::server_tls(&crate::config::TlsConfig {
+        cert: p.server_cert.clone(),
+        key: p.server_key.clone(),
+        client_ca: Some(p.ca.clone()),
+    })
+    .unwrap();
+    tokio_rustls::TlsAcceptor::from(tls)
+}
+
 /// A client that trusts the test CA, with the test client certificate.
 fn client(p: &pki::Pki) -> tokio_rustls::TlsConnector {
     let mut roots = rustls::RootCertStore::empty();
@@ -45,22 +56,11 @@ fn client(p: &pki::Pki) -> tokio_rustls::TlsConnector {
 async fn the_accepted_tcp_socket_has_tcp_nodelay() {
     let dir = tempfile::tempdir().unwrap();
     let p = pki::pki(dir.path());
-    let tls = crate::service::listen::server_tls(&crate::config::TlsConfig {
-        cert: p.server_cert.clone(),
-        key: p.server_key.clone(),
-        client_ca: Some(p.ca.clone()),
-    })
-    .unwrap();
+    let tls = acceptor(&p);
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let stop = CancellationToken::new();
-    let mut admitted = tcp(
-        listener,
-        tokio_rustls::TlsAcceptor::from(tls),
-        true,
-        limits(),
-        stop.clone(),
-    );
+    let mut admitted = tcp(listener, tls, true, limits(), stop.clone());
     let stream = TcpStream::connect(addr).await.unwrap();
     let name = ServerName::try_from("127.0.0.1").unwrap();
     let _client = client(&p).connect(name, stream).await.unwrap();
@@ -92,22 +92,11 @@ async fn a_handshake_never_finished_is_closed_after_the_bound() {
     use tokio::io::AsyncReadExt as _;
     let dir = tempfile::tempdir().unwrap();
     let p = pki::pki(dir.path());
-    let tls = crate::service::listen::server_tls(&crate::config::TlsConfig {
-        cert: p.server_cert.clone(),
-        key: p.server_key.clone(),
-        client_ca: Some(p.ca.clone()),
-    })
-    .unwrap();
+    let tls = acceptor(&p);
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let stop = CancellationToken::new();
-    let _admitted = tcp(
-        listener,
-        tokio_rustls::TlsAcceptor::from(tls),
-        true,
-        limits(),
-        stop.clone(),
-    );
+    let _admitted = tcp(listener, tls, true, limits(), stop.clone());
     let mut silent = TcpStream::connect(addr).await.unwrap();
     let started = tokio::time::Instant::now();
     // The server closes it: end of stream, or a reset.
