@@ -153,6 +153,15 @@ async fn start_and_stop_happen_in_order_and_every_stream_ends() {
         ended.message().starts_with("placed is stopping"),
         "{ended:?}"
     );
+    // A new client is turned away at once, not left in the listener's backlog for as long
+    // as the stop takes.
+    if let Ok(mut late) = tokio::net::UnixStream::connect(&d.socket).await {
+        use tokio::io::AsyncReadExt as _;
+        let read = tokio::time::timeout(HANG, late.read(&mut [0u8; 1]))
+            .await
+            .expect("a new client waited on a stopping daemon");
+        assert!(!matches!(read, Ok(n) if n > 0), "{read:?}");
+    }
     let ended = tokio::time::timeout(HANG, async {
         loop {
             match events.message().await {
