@@ -49,6 +49,7 @@ pub struct Slot {
 impl Drop for Slot {
     fn drop(&mut self) {
         self.open.dec();
+        super::reclaim::RECLAIM.closed();
     }
 }
 
@@ -76,6 +77,7 @@ impl Watchers {
             ))
         })?;
         self.open.inc();
+        super::reclaim::RECLAIM.opened();
         Ok(Slot {
             _permit: permit,
             open: self.open.clone(),
