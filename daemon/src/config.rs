@@ -76,9 +76,17 @@ pub struct GrpcConfig {
     /// RESOURCE_EXHAUSTED. Each costs a broadcast receiver and its buffers (10,000 streams
     /// took 78 MiB without a cap).
     pub max_watchers: usize,
-    /// Connections the Unix socket holds at once; one more is accepted and closed at once,
-    /// so that descriptors stay for the cgroup tree and the other listeners.
+    /// Connections the Unix socket holds at once (a few of them kept for root); one more is
+    /// answered RESOURCE_EXHAUSTED and closed, so that descriptors stay for the cgroup tree
+    /// and the other listeners.
     pub max_unix_connections: usize,
+    /// Connections one peer holds at once: a uid other than root on the Unix socket, an
+    /// address without a client certificate on TCP. One peer cannot take a listener.
+    pub max_connections_per_peer: usize,
+    /// How long a new connection may take to finish its TLS handshake, and then to send
+    /// its first bytes; a silent connection holds a place no longer.
+    #[serde(with = "humantime_serde")]
+    pub handshake_timeout: Duration,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -227,6 +235,9 @@ impl Default for DaemonConfig {
 /// of one host watch with (one or two each), and at about 8 KiB each a bound of 2 MiB.
 pub const DEFAULT_MAX_WATCHERS: usize = 256;
 
+/// Connections one peer holds at once by default: a quarter of a listener's 256.
+pub const DEFAULT_MAX_CONNECTIONS_PER_PEER: usize = 64;
+
 /// The largest `grpc.max_watchers` and `grpc.max_unix_connections`: each holds a descriptor
 /// or a buffer, and `dist/placed.service` allows 65,536 descriptors in all.
 const MAX_LISTENER_LIMIT: usize = 16_384;
@@ -242,6 +253,8 @@ impl Default for GrpcConfig {
             watch_history: crate::lifecycle::events::DEFAULT_HISTORY,
             max_watchers: DEFAULT_MAX_WATCHERS,
             max_unix_connections: crate::service::guard::MAX_CONNECTIONS,
+            max_connections_per_peer: DEFAULT_MAX_CONNECTIONS_PER_PEER,
+            handshake_timeout: crate::service::guard::HANDSHAKE,
         }
     }
 }
@@ -466,6 +479,20 @@ impl Config {
             return Err(invalid(format!(
                 "grpc.max_unix_connections = {} is outside 1 to {MAX_LISTENER_LIMIT} connections",
                 self.grpc.max_unix_connections
+            )));
+        }
+        if !(1..=MAX_LISTENER_LIMIT).contains(&self.grpc.max_connections_per_peer) {
+            return Err(invalid(format!(
+                "grpc.max_connections_per_peer = {} is outside 1 to {MAX_LISTENER_LIMIT} connections",
+                self.grpc.max_connections_per_peer
+            )));
+        }
+        if !(Duration::from_millis(100)..=Duration::from_secs(60))
+            .contains(&self.grpc.handshake_timeout)
+        {
+            return Err(invalid(format!(
+                "grpc.handshake_timeout = {:?} is outside 100ms to 60s",
+                self.grpc.handshake_timeout
             )));
         }
         if self.grpc.tcp.is_some() && self.grpc.tls.is_none() {
@@ -719,6 +746,14 @@ mod tests {
         assert!(
             bad("[grpc]\nmax_unix_connections = 100000")
                 .contains("grpc.max_unix_connections = 100000 is outside")
+        );
+        assert!(
+            bad("[grpc]\nmax_connections_per_peer = 0")
+                .contains("grpc.max_connections_per_peer = 0 is outside")
+        );
+        assert!(
+            bad("[grpc]\nhandshake_timeout = \"0s\"")
+                .contains("grpc.handshake_timeout = 0ns is outside")
         );
         assert!(bad("[daemon]\nstate_fil = \"/x\"").contains("state_fil"));
         assert!(bad("[observe]\nwindows = 3").contains("too small to reach the confidence"));

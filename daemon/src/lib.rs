@@ -14,10 +14,11 @@
 //! - [`reload`]: what a reloaded configuration may change while running.
 //! - [`telemetry`]: logging and the Prometheus metrics endpoint.
 //! - [`systemd`]: readiness, status and the watchdog under `Type=notify`.
-//! - [`run`]: the whole life of the daemon, from binding its listeners to a clean stop.
+//! - [`run`]: the whole life of the daemon, from its bound listeners to a clean stop.
 //!
-//! The binary (`src/bin/placed.rs`) parses flags, reads the config, handles signals and
-//! calls [`run::run`].
+//! The binary (`src/bin/placed.rs`) parses flags, reads the config, handles signals, binds
+//! ([`run::Listeners::bind`]) and calls [`run::run`] with this host's environment; tests
+//! call the same `run` on a fake host.
 
 pub mod config;
 pub mod lifecycle;

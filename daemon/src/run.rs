@@ -1,17 +1,21 @@
-//! The daemon's whole life, from listeners to exit: bind the API and metrics listeners,
-//! serve (health NOT_SERVING) while the daemon restores its state, report ready to
-//! systemd, run until told to stop, then stop in order: health NOT_SERVING, every
-//! container task (each leaves its container whole and thawed), the state file, the
-//! listeners, the socket file.
+//! The daemon's whole life, from bound listeners to exit: serve (health NOT_SERVING) while
+//! the environment is detected and the daemon restores its state, report ready to
+//! systemd, run until told to stop, then stop in order: health NOT_SERVING, every stream
+//! ended, every container task (each leaves its container whole and thawed), the state
+//! file, the listeners, the socket file.
 //!
-//! The binary parses flags, reads the configuration, sets up logging and signals, and calls
-//! [`run`]; everything else is here, where tests can reach it.
+//! The binary parses flags, reads the configuration, sets up logging and signals, binds
+//! ([`Listeners::bind`]) and calls [`run`] with this host's [`Environment`]; tests call the
+//! same [`run`] with listeners in a temporary directory and a fake host, and watch the
+//! whole start and stop order in-process.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use crate::config::{Config, ConfigError};
 use crate::lifecycle::{Daemon, Environment, StartError};
-use crate::service::{self, ServeError, listen::ListenError};
+use crate::service::{self, Listening, ServeError, ServeHandle, Serving, listen::ListenError};
+use crate::state::StateLock;
 use crate::systemd;
 use crate::telemetry::Metrics;
 use crate::telemetry::logging::LogControl;
@@ -48,6 +52,54 @@ impl RunError {
             Self::Metrics { .. } => Fault::HostConfig,
             Self::State(e) => e.fault(),
         }
+    }
+}
+
+/// What the daemon serves on, bound before it runs, with the state file's lock.
+#[derive(Debug)]
+pub struct Listeners {
+    /// Held until the daemon has stopped: a second daemon on the same state file is refused
+    /// before it touches a socket or a cgroup.
+    _state_lock: StateLock,
+    pub api: Listening,
+    /// The metrics endpoint's, when metrics are enabled.
+    pub metrics: Option<tokio::net::TcpListener>,
+}
+
+impl Listeners {
+    /// Takes the state file's lock, then binds the Unix socket, the TCP listener and the
+    /// metrics endpoint `config` names.
+    pub async fn bind(config: &Config) -> Result<Self, RunError> {
+        let state_lock = crate::state::StateStore::new(config.daemon.state_file.clone())
+            .lock()
+            .map_err(RunError::State)?;
+        let unix = service::listen::bind_unix(config)
+            .await
+            .map_err(RunError::Listen)?;
+        let tcp = match service::listen::bind_tcp(config).await {
+            Ok(t) => t,
+            Err(e) => {
+                drop(unix);
+                let _ = std::fs::remove_file(&config.grpc.socket);
+                return Err(RunError::Listen(e));
+            }
+        };
+        let metrics = match metrics_endpoint::bind(&config.metrics).await {
+            Ok(m) => m,
+            Err(source) => {
+                drop(unix);
+                let _ = std::fs::remove_file(&config.grpc.socket);
+                return Err(RunError::Metrics {
+                    addr: config.metrics.listen,
+                    source,
+                });
+            }
+        };
+        Ok(Self {
+            _state_lock: state_lock,
+            api: Listening { unix, tcp },
+            metrics,
+        })
     }
 }
 
@@ -94,76 +146,49 @@ impl std::fmt::Debug for Reload {
     }
 }
 
-/// Runs the daemon on this host until `stop` is requested (a signal, or the caller).
-pub async fn run(config: Config, stop: Stop) -> Result<(), RunError> {
-    run_with(config, stop, None).await
-}
-
-/// [`run`], reloading the configuration whenever `reload` asks.
-pub async fn run_with(config: Config, stop: Stop, reload: Option<Reload>) -> Result<(), RunError> {
+/// Runs the daemon on `listeners` until `stop` is requested (a signal, or the caller):
+/// serves at once, NOT_SERVING until `environment` is ready and the daemon has adopted
+/// what the state file names; reloads the configuration whenever `reload` asks.
+pub async fn run(
+    config: Config,
+    listeners: Listeners,
+    environment: impl Future<Output = Result<Environment, StartError>> + Send,
+    stop: Stop,
+    reload: Option<Reload>,
+) -> Result<(), RunError> {
     let token = stop.token();
-    match raise_nofile() {
-        Ok(n) => tracing::info!(
-            limit = n,
-            perf_budget = placed_host::observe::FdBudget::host().budget(),
-            "open file limit; perf counters may hold perf_budget descriptors at once"
-        ),
-        Err(e) => tracing::warn!(error = %e, "cannot raise the open file limit"),
-    }
-    // Before anything else, and held to the end: a second daemon on the same state file is
-    // refused before it touches a socket or a cgroup.
-    let _state_lock = crate::state::StateStore::new(config.daemon.state_file.clone())
-        .lock()
-        .map_err(RunError::State)?;
-    let unix = service::listen::bind_unix(&config)
-        .await
-        .map_err(RunError::Listen)?;
-    let tcp = match (&config.grpc.tcp, &config.grpc.tls) {
-        (Some(addr), Some(tls)) => {
-            let listener = tokio::net::TcpListener::bind(addr)
-                .await
-                .map_err(|source| {
-                    RunError::Listen(ListenError::Tcp {
-                        addr: *addr,
-                        source,
-                    })
-                })?;
-            // Without client certificates nobody on the network is known: read-only.
-            let access = if tls.client_ca.is_some() {
-                service::Access::Full
-            } else {
-                tracing::warn!(%addr, "the TCP listener has no client authentication (grpc.tls.client_ca unset): it serves only calls that change nothing");
-                service::Access::ReadOnly
-            };
-            Some((
-                listener,
-                service::listen::server_tls(tls).map_err(RunError::Listen)?,
-                access,
-            ))
-        }
-        _ => None,
-    };
+    let Listeners {
+        _state_lock,
+        api,
+        metrics: metrics_listener,
+    } = listeners;
     let metrics = Arc::new(Metrics::default());
-    let metrics_listener = metrics_endpoint::bind(&config.metrics)
-        .await
-        .map_err(|source| RunError::Metrics {
-            addr: config.metrics.listen,
-            source,
-        })?;
     let limits = service::Limits::of(&config.grpc);
-    let (serving, servers) = service::serve(unix, tcp, limits, &metrics, token.clone())
-        .await
-        .map_err(RunError::Serve)?;
+    let socket = config.grpc.socket.clone();
+    let (serving, servers) = match service::serve(api, limits, &metrics, token.clone()).await {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = std::fs::remove_file(&socket);
+            return Err(RunError::Serve(e));
+        }
+    };
     let mut endpoint = Endpoint::new(metrics.clone(), token.clone());
     if let Some(l) = metrics_listener {
         endpoint.serve(config.metrics.listen, l);
     }
-    let socket = config.grpc.socket.clone();
     tracing::info!(socket = %socket.display(), "listening; restoring state");
     systemd::status("restoring state");
 
     let running = config.clone();
-    let started = match Environment::detect(&config).await {
+    let env = tokio::select! {
+        env = environment => env,
+        () = token.cancelled() => {
+            tracing::info!("stopped while starting");
+            close(&serving, servers, &socket).await;
+            return Ok(());
+        }
+    };
+    let started = match env {
         Ok(env) => Daemon::start(config, env, metrics).await,
         Err(e) => Err(e),
     };
@@ -171,8 +196,7 @@ pub async fn run_with(config: Config, stop: Stop, reload: Option<Reload>) -> Res
         Ok(d) => d,
         Err(e) => {
             stop.request();
-            let _ = servers.wait().await;
-            let _ = std::fs::remove_file(&socket);
+            close(&serving, servers, &socket).await;
             return Err(RunError::Start(e));
         }
     };
@@ -210,6 +234,14 @@ pub async fn run_with(config: Config, stop: Stop, reload: Option<Reload>) -> Res
     let result = servers.wait().await;
     let _ = std::fs::remove_file(&socket);
     result.map_err(RunError::Serve)
+}
+
+/// Stops serving without a daemon to shut down (it never started): every stream ended,
+/// the servers stopped, the socket file removed.
+async fn close(serving: &Serving, servers: ServeHandle, socket: &std::path::Path) {
+    serving.stopping().await;
+    let _ = servers.wait().await;
+    let _ = std::fs::remove_file(socket);
 }
 
 /// Applies each reload request until the daemon stops.

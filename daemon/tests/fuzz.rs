@@ -1,9 +1,13 @@
-//! Fuzz targets for the daemon's parsers of outside input: the TOML configuration and the
+//! Fuzz targets for the daemon's parsers of outside input: the TOML configuration, the
 //! state file (its header, checksum, payload and the validation of its records against the
-//! machine). Bounded and seeded for CI; see docs/testing.md for the long mode.
+//! machine), and the Unix socket's HTTP/2 authority repair (`authority`). Bounded and
+//! seeded for CI; see docs/testing.md for the long mode.
 
 #[path = "../../tests/support/fuzz.rs"]
 mod fuzz;
+
+#[path = "fuzz/authority.rs"]
+mod authority;
 
 use std::path::{Path, PathBuf};
 
@@ -178,11 +182,18 @@ fn state_file(dir: &Path, machine: &Machine) -> Vec<u8> {
     std::fs::read(path).expect("readable")
 }
 
+/// The payload the store writes for [`state`], as a JSON value to mutate.
+fn state_payload(dir: &Path, machine: &Machine) -> Value {
+    let file = state_file(dir, machine);
+    let (_, payload) = file.split_at(file.iter().position(|&b| b == b'\n').expect("a header") + 1);
+    serde_json::from_slice(payload).expect("JSON")
+}
+
 #[test]
 fn state_files_with_mutated_payloads_signed_again() {
     let dir = tempfile::tempdir().expect("tempdir");
     let machine = machine();
-    let payload = serde_json::to_value(state(&machine)).expect("JSON");
+    let payload = state_payload(dir.path(), &machine);
     fuzz::run(
         "state-file-payload",
         1_000,
@@ -212,7 +223,7 @@ fn state_file_error_quotes_a_long_string_cut() {
     let dir = tempfile::tempdir().expect("tempdir");
     let machine = machine();
     let long = "x".repeat(100_000);
-    let mut payload = serde_json::to_value(state(&machine)).expect("JSON");
+    let mut payload = state_payload(dir.path(), &machine);
     payload["containers"][0]["metric"] = Value::String(long.clone());
     let header = format!(r#"{{"format":"placed-state","version":1,"checksum":"{long}"}}"#);
     for bytes in [signed(&payload), format!("{header}\n{{}}\n").into_bytes()] {

@@ -16,9 +16,13 @@ mod enact;
 mod guest;
 #[path = "../support/guest.rs"]
 mod guest_support;
+mod memory;
 mod offline;
 mod ops;
+#[path = "../support/pki.rs"]
+mod pki;
 mod python;
 mod reliability;
+mod stop;
 mod tls;
 mod util;

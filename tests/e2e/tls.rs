@@ -4,67 +4,13 @@
 use placed_core::exit::Exit;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
-use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+use rcgen::{CertificateParams, KeyPair};
 
 use crate::daemon_util::{Setup, TestDaemon, free_port};
-
-/// A CA, a server certificate for 127.0.0.1 and a client certificate, all signed by it;
-/// and a second, unrelated CA.
-struct Pki {
-    ca: PathBuf,
-    server_cert: PathBuf,
-    server_key: PathBuf,
-    client_cert: PathBuf,
-    client_key: PathBuf,
-    other_ca: PathBuf,
-    /// A client certificate signed by the other CA, and its key.
-    stranger_cert: PathBuf,
-    stranger_key: PathBuf,
-}
-
-fn ca(name: &str) -> (rcgen::Certificate, KeyPair) {
-    let key = KeyPair::generate().expect("key");
-    let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, name);
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    (params.self_signed(&key).expect("self-signed CA"), key)
-}
-
-fn leaf(names: &[&str], ca: &rcgen::Certificate, ca_key: &KeyPair) -> (String, String) {
-    let key = KeyPair::generate().expect("key");
-    let params = CertificateParams::new(names.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>())
-        .expect("params");
-    let cert = params.signed_by(&key, ca, ca_key).expect("signed");
-    (cert.pem(), key.serialize_pem())
-}
-
-fn pki(dir: &Path) -> Pki {
-    let (ca_cert, ca_key) = ca("placed test CA");
-    let (other, other_key) = ca("someone else's CA");
-    let (stranger_cert, stranger_key) = leaf(&["stranger"], &other, &other_key);
-    let (server_cert, server_key) = leaf(&["127.0.0.1", "localhost"], &ca_cert, &ca_key);
-    let (client_cert, client_key) = leaf(&["orchestrator"], &ca_cert, &ca_key);
-    let write = |name: &str, body: &str| {
-        let p = dir.join(name);
-        std::fs::write(&p, body).expect("write PEM");
-        p
-    };
-    Pki {
-        ca: write("ca.pem", &ca_cert.pem()),
-        server_cert: write("server.pem", &server_cert),
-        server_key: write("server.key", &server_key),
-        client_cert: write("client.pem", &client_cert),
-        client_key: write("client.key", &client_key),
-        other_ca: write("other-ca.pem", &other.pem()),
-        stranger_cert: write("stranger.pem", &stranger_cert),
-        stranger_key: write("stranger.key", &stranger_key),
-    }
-}
+use crate::pki::{ca, leaf, pki};
 
 #[test]
 fn tls_with_client_certificates() {
@@ -323,7 +269,8 @@ fn malformed_tls_files_stop_the_daemon_at_start() {
 
 /// TCP with TLS but no client certificates: nobody on the network is known, so the listener
 /// answers the calls that change nothing and refuses the others with PERMISSION_DENIED,
-/// naming the setting; the Unix socket still serves them all.
+/// naming the setting; the Unix socket still serves them all. (Every method of the API,
+/// read from its descriptor, is checked in-process: daemon/tests/access.rs.)
 #[test]
 fn tcp_without_client_certificates_is_read_only() {
     let dir = tempfile::tempdir().unwrap();
@@ -360,7 +307,8 @@ fn tcp_without_client_certificates_is_read_only() {
     ] {
         let run = remote(&args).fails_with(Exit::Refused, "grpc.tls.client_ca is unset");
         assert!(
-            run.stderr.contains(&format!("{call} changes containers")),
+            run.stderr
+                .contains(&format!("{call} is not a read-only call")),
             "{run:?}"
         );
         assert!(run.stderr.contains("PermissionDenied"), "{run:?}");

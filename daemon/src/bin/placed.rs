@@ -2,8 +2,11 @@
 //!
 //! Parses flags, reads the config, sets up logging and signals (SIGINT and SIGTERM stop it
 //! cleanly, through `placed_host::stop`; SIGHUP reloads the configuration file; SIGUSR1 and
-//! SIGUSR2 are logged and ignored), and hands over to the library's [`placed::run::run_with`]. Exit codes follow the table shared by the three
-//! binaries (`placed_core::exit`).
+//! SIGUSR2 are logged and ignored), binds its listeners and hands over to the library's
+//! [`placed::run::run`] with this host's environment. Exit codes follow the table shared
+//! by the three binaries (`placed_core::exit`), except that a stop asked for with SIGTERM
+//! or SIGINT is the daemon's normal end: 0 once it has stopped in good order, as systemd
+//! expects of a service it stops (130 is for commands interrupted half-way).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,6 +15,8 @@ use std::sync::Arc;
 use clap::Parser;
 
 use placed::config::Config;
+use placed::lifecycle::Environment;
+use placed::run::Listeners;
 use placed::telemetry;
 use placed_core::exit::Exit;
 use placed_host::stop::{OnHangup, SignalWatch, Stop};
@@ -21,7 +26,7 @@ use placed_host::stop::{OnHangup, SignalWatch, Stop};
     name = "placed",
     version,
     about = "NUMA placement daemon",
-    after_help = Exit::help_table()
+    after_help = exit_help()
 )]
 struct Args {
     /// TOML config file; without it /etc/placed/placed.toml is read if it exists, else the
@@ -124,12 +129,25 @@ fn main() -> ExitCode {
         })
         .map_err(Failure::Signals)?;
         ignore_user_signals();
+        match placed::run::raise_nofile() {
+            Ok(n) => tracing::info!(
+                limit = n,
+                perf_budget = placed_host::observe::FdBudget::host().budget(),
+                "open file limit; perf counters may hold perf_budget descriptors at once"
+            ),
+            Err(e) => tracing::warn!(error = %e, "cannot raise the open file limit"),
+        }
+        let listeners = Listeners::bind(&config).await.map_err(Failure::Run)?;
         let reload = placed::run::Reload {
             requests,
             load: Arc::new(load),
             logs,
         };
-        placed::run::run_with(config, stop, Some(reload))
+        let detect = {
+            let config = config.clone();
+            async move { Environment::detect(&config).await }
+        };
+        placed::run::run(config, listeners, detect, stop, Some(reload))
             .await
             .map_err(Failure::Run)
     });
@@ -142,6 +160,24 @@ fn main() -> ExitCode {
             Exit::of(e.fault()).into()
         }
     }
+}
+
+/// The exit codes `placed` ends with, for `--help` and placed(8): the shared table, but a
+/// requested stop is success, not an interruption.
+fn exit_help() -> String {
+    let mut s = String::from("Exit status:\n");
+    for e in Exit::ALL {
+        let says = match e {
+            Exit::Success => {
+                "success, and a stop asked for with SIGTERM or SIGINT once placed has stopped in good order (containers whole and thawed, state written, socket removed)"
+            }
+            // A daemon answers no question and is never interrupted half-way.
+            Exit::No | Exit::Interrupted => continue,
+            other => other.describe(),
+        };
+        s.push_str(&format!("  {:>3}  {says}\n", e.code()));
+    }
+    s
 }
 
 /// SIGUSR1 and SIGUSR2 would end the process silently (their default action): they are

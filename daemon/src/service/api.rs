@@ -1,5 +1,6 @@
 //! The placed.v1 handlers: each converts its request into a daemon command and the
-//! result back, and every error into the one status code its class uses.
+//! result back, and every error into the one status code its class uses. Who may call
+//! which handler is decided before any of them runs ([`super::access`]).
 
 use std::sync::{Arc, OnceLock};
 
@@ -24,19 +25,6 @@ pub struct Api {
     daemon: Arc<OnceLock<Daemon>>,
     pager: Arc<Pager>,
     watchers: Arc<Watchers>,
-    access: Access,
-}
-
-/// What a listener's callers may do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
-    /// Every call: the Unix socket (its mode and group decide who connects), and TCP with
-    /// client certificates (`grpc.tls.client_ca`).
-    Full,
-    /// Only the calls that change nothing: TCP without client authentication, where any
-    /// client that reaches the port would otherwise move containers and, through a command
-    /// metric, run programs as the daemon's user.
-    ReadOnly,
 }
 
 impl Api {
@@ -50,27 +38,7 @@ impl Api {
             daemon: Arc::default(),
             pager: Arc::new(Pager::new()?),
             watchers: Arc::new(Watchers::new(max_watchers, open_watchers)),
-            access: Access::Full,
         })
-    }
-
-    /// The same service (same daemon, page keys and watcher cap) for a listener whose
-    /// callers have `access`.
-    pub fn with_access(&self, access: Access) -> Self {
-        Self {
-            access,
-            ..self.clone()
-        }
-    }
-
-    /// PERMISSION_DENIED for `call`, a call that changes containers, on a read-only listener.
-    fn writable(&self, call: &str) -> Result<(), Status> {
-        match self.access {
-            Access::Full => Ok(()),
-            Access::ReadOnly => Err(Status::permission_denied(format!(
-                "{call} changes containers, and this TCP listener serves only calls that change nothing: it has no client authentication (grpc.tls.client_ca is unset); set grpc.tls.client_ca to the CA of the orchestrators' certificates, or call over the Unix socket"
-            ))),
-        }
     }
 
     /// Called once the daemon has started.
@@ -239,7 +207,6 @@ impl Api {
         &self,
         request: Request<pb::ManageRequest>,
     ) -> Result<Response<pb::ManageResponse>, Status> {
-        self.writable("Manage")?;
         let r = request.into_inner();
         need_container(&r.container)?;
         let daemon = self.daemon()?;
@@ -273,7 +240,6 @@ impl Api {
         &self,
         request: Request<pb::UnmanageRequest>,
     ) -> Result<Response<pb::UnmanageResponse>, Status> {
-        self.writable("Unmanage")?;
         let r = request.into_inner();
         need_container(&r.container)?;
         let out = self
@@ -295,7 +261,6 @@ impl Api {
         &self,
         request: Request<pb::PredictRequest>,
     ) -> Result<Response<pb::PredictResponse>, Status> {
-        self.writable("Predict")?;
         let c = request.into_inner().container;
         need_container(&c)?;
         let daemon = self.daemon()?;
@@ -332,7 +297,6 @@ impl Api {
         &self,
         request: Request<pb::PlaceRequest>,
     ) -> Result<Response<pb::PlaceResponse>, Status> {
-        self.writable("Place")?;
         let r = request.into_inner();
         need_container(&r.container)?;
         let daemon = self.daemon()?;
@@ -382,7 +346,6 @@ impl Api {
         &self,
         request: Request<Streaming<pb::ReportMetricRequest>>,
     ) -> Result<Response<pb::ReportMetricResponse>, Status> {
-        self.writable("ReportMetric")?;
         let daemon = self.daemon()?.clone();
         let mut stream = request.into_inner();
         let mut accepted = 0u64;

@@ -1,54 +1,67 @@
-//! Limits on the listeners' connections (TCP and the Unix socket), so that idle or
-//! abandoned ones cannot take the API down.
+//! A connection held within its listener's limits: it fails its reads when it sends
+//! nothing for too long, or when its table closes it to make room ([`super::admit`]), and
+//! gives its slot back when dropped.
 //!
-//! Without them, about 1,010 idle connections (to the TLS port before its handshake, or to
-//! the metrics port, which any local user reaches) used up the default 1,024 descriptors:
-//! the root-only Unix socket hung too, and discovery failed with EMFILE. Each listener
-//! now holds at most a fixed number of connections (one past the cap is accepted and closed
-//! at once, keeping descriptors for the Unix socket and the cgroup tree), and a connection
-//! that sends nothing for a while (no TLS handshake, no HTTP/2 frame, no answer to the
-//! server's keepalive pings, no request header) is closed. The Unix socket holds
-//! `grpc.max_unix_connections` (256 by default) the same way: a local client that opens
-//! connections in a loop meets the cap, not the descriptor limit.
+//! Two bounds, so that a silent connection cannot hold a slot for long: the first bytes
+//! (the HTTP/2 preface, or the request line on the metrics port) must arrive within the
+//! handshake bound, a few seconds; after that a connection may be quiet for up to
+//! [`IDLE`], which covers two of the server's HTTP/2 keepalive pings ([`KEEPALIVE`]) going
+//! unanswered. Before, a connection that sent nothing kept its slot for 60 s, and 256 of
+//! them renewed every minute held a listener.
 
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{Instant, Sleep};
-use tokio_stream::{Stream, StreamExt as _};
+use tokio_util::sync::WaitForCancellationFutureOwned;
 
-/// Connections each TCP listener holds at once, and the Unix socket unless
-/// `grpc.max_unix_connections` says otherwise.
+use super::admit::Slot;
+
+/// Connections each TCP listener (and the metrics endpoint) holds at once, and the Unix
+/// socket unless `grpc.max_unix_connections` says otherwise.
 pub const MAX_CONNECTIONS: usize = 256;
-/// How long a connection may send nothing: it covers a TLS handshake, a request header, and
-/// two of the server's HTTP/2 keepalive pings ([`KEEPALIVE`]) going unanswered.
+/// How long an established connection may send nothing: it covers a request header and two
+/// of the server's HTTP/2 keepalive pings ([`KEEPALIVE`]) going unanswered.
 pub const IDLE: Duration = Duration::from_secs(60);
 /// How often the gRPC server pings an HTTP/2 connection that is otherwise quiet; a live
 /// client's answer counts as traffic.
 pub const KEEPALIVE: Duration = Duration::from_secs(20);
+/// How long a new connection may take to finish its TLS handshake and to send its first
+/// bytes, unless `grpc.handshake_timeout` says otherwise.
+pub const HANDSHAKE: Duration = Duration::from_secs(5);
 
-/// A connection that fails its reads once nothing has arrived for `idle`, and holds one
-/// of its listener's connection slots until it is dropped.
+/// A connection that fails its reads once it is silent for too long or closed by its
+/// table, and holds its table slot until it is dropped.
 #[derive(Debug)]
 pub struct Guarded<S> {
     inner: S,
     idle: Duration,
+    /// Whether any byte has arrived: until then the deadline is the handshake bound.
+    started: bool,
     deadline: Pin<Box<Sleep>>,
-    _slot: OwnedSemaphorePermit,
+    closed: Pin<Box<WaitForCancellationFutureOwned>>,
+    slot: Slot,
 }
 
 impl<S> Guarded<S> {
-    fn new(inner: S, idle: Duration, slot: OwnedSemaphorePermit) -> Self {
+    /// `inner`, holding `slot`, which must send its first bytes within `first` and then
+    /// never be silent for `idle`.
+    pub fn new(inner: S, slot: Slot, first: Duration, idle: Duration) -> Self {
         Self {
             inner,
             idle,
-            deadline: Box::pin(tokio::time::sleep(idle)),
-            _slot: slot,
+            started: false,
+            deadline: Box::pin(tokio::time::sleep(first)),
+            closed: Box::pin(slot.closed()),
+            slot,
         }
+    }
+
+    /// The connection inside.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
     }
 }
 
@@ -58,10 +71,18 @@ impl<S: AsyncRead + Unpin> AsyncRead for Guarded<S> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
+        if self.closed.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::ConnectionAborted,
+                "connection closed to make room for another: it had sent nothing, or nothing for a while",
+            )));
+        }
         let before = buf.filled().len();
         match Pin::new(&mut self.inner).poll_read(cx, buf) {
             Poll::Ready(Ok(())) => {
                 if buf.filled().len() > before {
+                    self.started = true;
+                    self.slot.touch();
                     let next = Instant::now() + self.idle;
                     self.deadline.as_mut().reset(next);
                 }
@@ -71,7 +92,11 @@ impl<S: AsyncRead + Unpin> AsyncRead for Guarded<S> {
             Poll::Pending => match self.deadline.as_mut().poll(cx) {
                 Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
                     std::io::ErrorKind::TimedOut,
-                    "connection idle for too long",
+                    if self.started {
+                        "connection idle for too long"
+                    } else {
+                        "connection sent nothing within the handshake bound"
+                    },
                 ))),
                 Poll::Pending => Poll::Pending,
             },
@@ -117,102 +142,47 @@ impl<S: tonic::transport::server::Connected> tonic::transport::server::Connected
     }
 }
 
-/// The connections of `incoming`, each guarded, at most `cap` at once: one past the cap is
-/// closed as soon as it is accepted (logged), so that its descriptor is given back.
-pub fn guard<S, E>(
-    incoming: impl Stream<Item = Result<S, E>>,
-    what: &'static str,
-    cap: usize,
-    idle: Duration,
-) -> impl Stream<Item = Result<Guarded<S>, E>> {
-    let slots = Arc::new(Semaphore::new(cap));
-    incoming.filter_map(move |conn| match conn {
-        Err(e) => Some(Err(e)),
-        Ok(s) => match slots.clone().try_acquire_owned() {
-            Ok(slot) => Some(Ok(Guarded::new(s, idle, slot))),
-            Err(_) => {
-                tracing::warn!(
-                    listener = what,
-                    cap,
-                    "connection refused: the listener holds as many as it may"
-                );
-                None
-            }
-        },
-    })
-}
-
-/// The metrics endpoint's listener for axum, with the same cap and idle bound: a request
-/// header trickled in more slowly than `idle` per byte is the only way to hold a slot.
-#[derive(Debug)]
-pub struct GuardedListener {
-    inner: tokio::net::TcpListener,
-    slots: Arc<Semaphore>,
-    idle: Duration,
-}
-
-impl GuardedListener {
-    pub fn new(inner: tokio::net::TcpListener, cap: usize, idle: Duration) -> Self {
-        Self {
-            inner,
-            slots: Arc::new(Semaphore::new(cap)),
-            idle,
-        }
-    }
-}
-
-impl axum::serve::Listener for GuardedListener {
-    type Io = Guarded<tokio::net::TcpStream>;
-    type Addr = std::net::SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        loop {
-            let (stream, addr) = match self.inner.accept().await {
-                Ok(c) => c,
-                Err(e) => {
-                    // Out of descriptors or a connection reset before accept: wait a
-                    // little rather than spin.
-                    tracing::debug!(error = %e, "metrics accept failed");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            };
-            match self.slots.clone().try_acquire_owned() {
-                Ok(slot) => return (Guarded::new(stream, self.idle, slot), addr),
-                Err(_) => tracing::warn!(
-                    listener = "metrics",
-                    "connection refused: the listener holds as many as it may"
-                ),
-            }
-        }
-    }
-
-    fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        self.inner.local_addr()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::service::admit::{Evict, Peer, Rules, Table};
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-    fn slot() -> OwnedSemaphorePermit {
-        Arc::new(Semaphore::new(1)).try_acquire_owned().unwrap()
+    fn table(evict: Evict) -> std::sync::Arc<Table> {
+        Table::new(Rules {
+            listener: "test",
+            cap: 1,
+            cap_setting: "none",
+            per_peer: 1,
+            per_peer_setting: "none",
+            reserved: 0,
+            reserved_for: "nobody",
+            evict,
+        })
+    }
+
+    fn slot(t: &std::sync::Arc<Table>) -> Slot {
+        t.admit(Peer::Uid(1), false).unwrap()
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_silent_connection_times_out_and_a_talking_one_does_not() {
+        let t = table(Evict::Never);
         let (mut client, server) = tokio::io::duplex(64);
-        let mut guarded = Guarded::new(server, Duration::from_secs(60), slot());
+        let mut guarded = Guarded::new(server, slot(&t), HANDSHAKE, Duration::from_secs(60));
         let mut buf = [0u8; 8];
-        // Traffic every 40 s keeps it open past the 60 s bound.
+        // Its first bytes within the handshake bound, then traffic every 40 s keeps it
+        // open past the 60 s bound.
+        tokio::time::advance(HANDSHAKE - Duration::from_millis(1)).await;
         for _ in 0..3 {
-            tokio::time::advance(Duration::from_secs(40)).await;
             client.write_all(b"x").await.unwrap();
             assert_eq!(guarded.read(&mut buf).await.unwrap(), 1);
+            tokio::time::advance(Duration::from_secs(40)).await;
         }
-        // Then silence: the pending read fails once 60 s have passed, not before.
+        // Then silence: the pending read fails once 60 s have passed since the last
+        // bytes, not before.
+        client.write_all(b"x").await.unwrap();
+        assert_eq!(guarded.read(&mut buf).await.unwrap(), 1);
         let read = guarded.read(&mut buf);
         tokio::pin!(read);
         tokio::select! {
@@ -224,35 +194,37 @@ mod tests {
         assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
     }
 
-    #[tokio::test]
-    async fn one_connection_past_the_cap_is_closed_and_its_slot_comes_back() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let incoming = guard(
-            tokio_stream::wrappers::TcpListenerStream::new(listener),
-            "test",
-            2,
-            Duration::from_secs(60),
-        );
-        tokio::pin!(incoming);
-        let mut clients = Vec::new();
-        let mut held = Vec::new();
-        for _ in 0..2 {
-            clients.push(tokio::net::TcpStream::connect(addr).await.unwrap());
-            held.push(incoming.next().await.unwrap().unwrap());
-        }
-        // The third is accepted and closed: its client reads end of stream.
-        let mut third = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let next = incoming.next();
-        tokio::pin!(next);
-        let mut buf = [0u8; 1];
+    /// 256 idle connections renewed every minute held a listener: one that sends nothing
+    /// at all is now closed after the handshake bound, not the idle one.
+    #[tokio::test(start_paused = true)]
+    async fn a_connection_that_never_speaks_is_closed_after_the_handshake_bound() {
+        let t = table(Evict::Never);
+        let (_client, server) = tokio::io::duplex(64);
+        let mut guarded = Guarded::new(server, slot(&t), HANDSHAKE, IDLE);
+        let started = Instant::now();
+        let err = guarded.read(&mut [0u8; 8]).await.unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
+        assert_eq!(started.elapsed(), HANDSHAKE);
+        drop(guarded);
+        assert!(t.is_empty(), "the slot was not given back");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_connection_its_table_closes_fails_its_pending_read() {
+        let t = table(Evict::Quiet(Duration::ZERO));
+        let (_client, server) = tokio::io::duplex(64);
+        let mut guarded = Guarded::new(server, slot(&t), HANDSHAKE, IDLE);
+        let mut buf = [0u8; 8];
+        let read = guarded.read(&mut buf);
+        tokio::pin!(read);
         tokio::select! {
-            n = third.read(&mut buf) => assert_eq!(n.unwrap(), 0),
-            c = &mut next => panic!("a third connection was let in: {c:?}"),
+            biased;
+            r = &mut read => panic!("read ended early: {r:?}"),
+            () = tokio::task::yield_now() => {}
         }
-        // Once one held connection goes, a new one is let in.
-        held.pop();
-        let _fourth = tokio::net::TcpStream::connect(addr).await.unwrap();
-        next.await.unwrap().unwrap();
+        // A newcomer takes its place.
+        let _newer = slot(&t);
+        let err = read.await.unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::ConnectionAborted);
     }
 }

@@ -4,7 +4,11 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use tonic::transport::{Certificate, Identity, ServerTlsConfig};
+use std::sync::Arc;
+
+use tokio_rustls::rustls;
+use tokio_rustls::rustls::pki_types::pem::PemObject as _;
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use crate::config::{Config, TlsConfig};
 
@@ -44,6 +48,14 @@ pub enum ListenError {
         #[source]
         source: std::io::Error,
     },
+    #[error("TLS file {path} ({setting}): {problem}")]
+    TlsContent {
+        path: PathBuf,
+        setting: &'static str,
+        problem: String,
+    },
+    #[error("the TLS settings (grpc.tls) cannot be used together: {problem}")]
+    Tls { problem: String },
     #[error("cannot listen on {addr}")]
     Tcp {
         addr: std::net::SocketAddr,
@@ -58,9 +70,11 @@ impl ListenError {
     pub fn fault(&self) -> placed_core::fault::Fault {
         use placed_core::fault::Fault;
         match self {
-            Self::NoGroup { .. } | Self::TlsFile { .. } | Self::NotASocket { .. } => {
-                Fault::InvalidInput
-            }
+            Self::NoGroup { .. }
+            | Self::TlsFile { .. }
+            | Self::TlsContent { .. }
+            | Self::Tls { .. }
+            | Self::NotASocket { .. } => Fault::InvalidInput,
             Self::InUse { .. }
             | Self::Bind { .. }
             | Self::Mode { .. }
@@ -132,15 +146,95 @@ fn read(path: &Path) -> Result<Vec<u8>, ListenError> {
     })
 }
 
-/// The server's TLS configuration: its identity, and the CA clients must be signed by when
-/// client certificates are required.
-pub fn server_tls(tls: &TlsConfig) -> Result<ServerTlsConfig, ListenError> {
-    let identity = Identity::from_pem(read(&tls.cert)?, read(&tls.key)?);
-    let mut cfg = ServerTlsConfig::new().identity(identity);
-    if let Some(ca) = &tls.client_ca {
-        cfg = cfg.client_ca_root(Certificate::from_pem(read(ca)?));
+/// The certificates of a PEM file, at least one.
+fn certificates(
+    path: &Path,
+    setting: &'static str,
+) -> Result<Vec<CertificateDer<'static>>, ListenError> {
+    let problem = |problem: String| ListenError::TlsContent {
+        path: path.to_owned(),
+        setting,
+        problem,
+    };
+    let certs = CertificateDer::pem_slice_iter(&read(path)?)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| problem(format!("not a PEM certificate file: {e}")))?;
+    if certs.is_empty() {
+        return Err(problem("holds no certificate".into()));
     }
-    Ok(cfg)
+    Ok(certs)
+}
+
+/// The server's TLS configuration: its identity, and the CA clients must be signed by when
+/// client certificates are required. HTTP/2 only (ALPN `h2`), ring as the crypto provider.
+/// The daemon does its TLS handshakes itself ([`super::accept`]), so that it knows when
+/// one is done and who finished it.
+pub fn server_tls(tls: &TlsConfig) -> Result<Arc<rustls::ServerConfig>, ListenError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let chain = certificates(&tls.cert, "grpc.tls.cert")?;
+    let key =
+        PrivateKeyDer::from_pem_slice(&read(&tls.key)?).map_err(|e| ListenError::TlsContent {
+            path: tls.key.clone(),
+            setting: "grpc.tls.key",
+            problem: format!("no PEM private key: {e}"),
+        })?;
+    let mismatch = |e: rustls::Error| ListenError::Tls {
+        problem: e.to_string(),
+    };
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(mismatch)?;
+    let builder = match &tls.client_ca {
+        None => builder.with_no_client_auth(),
+        Some(ca) => {
+            let mut roots = rustls::RootCertStore::empty();
+            for cert in certificates(ca, "grpc.tls.client_ca")? {
+                roots.add(cert).map_err(|e| ListenError::TlsContent {
+                    path: ca.clone(),
+                    setting: "grpc.tls.client_ca",
+                    problem: format!("not a usable CA certificate: {e}"),
+                })?;
+            }
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider,
+            )
+            .build()
+            .map_err(|e| ListenError::TlsContent {
+                path: ca.clone(),
+                setting: "grpc.tls.client_ca",
+                problem: e.to_string(),
+            })?;
+            builder.with_client_cert_verifier(verifier)
+        }
+    };
+    let mut config = builder.with_single_cert(chain, key).map_err(mismatch)?;
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// Binds the TCP listener, when the configuration asks for one.
+pub async fn bind_tcp(config: &Config) -> Result<Option<super::TcpListening>, ListenError> {
+    let (Some(addr), Some(tls)) = (&config.grpc.tcp, &config.grpc.tls) else {
+        return Ok(None);
+    };
+    let tls_config = server_tls(tls)?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| ListenError::Tcp {
+            addr: *addr,
+            source,
+        })?;
+    let client_certificates = tls.client_ca.is_some();
+    if !client_certificates {
+        // Without client certificates nobody on the network is known: read-only.
+        tracing::warn!(%addr, "the TCP listener has no client authentication (grpc.tls.client_ca unset): it serves only calls that change nothing");
+    }
+    Ok(Some(super::TcpListening {
+        listener,
+        tls: tls_config,
+        client_certificates,
+    }))
 }
 
 #[cfg(test)]

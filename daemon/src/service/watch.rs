@@ -52,6 +52,7 @@ pub struct Slot {
 impl Drop for Slot {
     fn drop(&mut self) {
         self.open.dec();
+        super::reclaim::RECLAIM.closed();
     }
 }
 
@@ -79,6 +80,7 @@ impl Watchers {
             ))
         })?;
         self.open.inc();
+        super::reclaim::RECLAIM.opened();
         Ok(Slot {
             _permit: permit,
             open: self.open.clone(),

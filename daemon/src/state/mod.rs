@@ -6,9 +6,16 @@
 //! the crate, carries a checksum over its exact bytes, and is written atomically
 //! ([`store`]). One daemon holds the file at a time ([`lock`]), and what it reads is checked
 //! as strictly as API input before anything is adopted ([`validate`]).
+//!
+//! The types below are the records in memory; the file's format is not their serde but
+//! each format version's own types (`schema`), converted explicitly, and pinned by committed
+//! golden files (`golden`).
 
+#[cfg(test)]
+mod golden;
 pub mod lock;
 mod store;
+mod schema;
 mod validate;
 
 pub use placed_core::lifecycle::Lifecycle;

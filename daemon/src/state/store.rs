@@ -8,7 +8,10 @@
 //! ```
 //!
 //! The checksum covers the payload's exact bytes, not a re-serialisation, so a torn or
-//! hand-edited file is caught. Writes go to a temporary file in the same directory, which
+//! hand-edited file is caught. The payload's format is the version's own module's
+//! (`schema.rs`), not the in-memory types' serde; each version keeps its reader
+//! ([`read_payload`]), and a committed golden file per version pins what it reads and
+//! what the writer writes (`golden.rs`). Writes go to a temporary file in the same directory, which
 //! is fsynced, renamed over the old file, and followed by an fsync of the directory: a crash
 //! leaves either the old file or the new one, never half of one.
 
@@ -33,8 +36,17 @@ pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
         .create(dir)
 }
 
-/// The format version this build writes. Older versions are migrated on read.
-pub const STATE_VERSION: u32 = 1;
+/// The format version this build writes. Older versions are read by their own readers.
+///
+/// A change of what the file holds (a field, a name, a variant) is a new version. A field
+/// added absent-when-empty keeps the schema (`schema.rs`) readable for the versions before
+/// it (version 2 added `labels` and `reservations` so); any other change gets a schema
+/// module of its own for the new version, and the old one stays as the old versions'
+/// reader. Either way: make [`save`](StateStore::save) write it, give [`read_payload`] its
+/// arm, bump this, and commit the writer's output as `golden/vN.state` beside the old golden
+/// files, which must still load. The golden test fails on any change to the written bytes
+/// until then.
+pub const STATE_VERSION: u32 = 2;
 const FORMAT: &str = "placed-state";
 
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
@@ -191,10 +203,7 @@ impl StateStore {
                 placed_core::text::clip(&header.checksum, 80)
             )));
         }
-        let value: serde_json::Value = serde_json::from_slice(payload)
-            .map_err(|e| corrupt(format!("payload is not JSON: {e}")))?;
-        let value = migrate(header.version, value).map_err(corrupt)?;
-        serde_json::from_value(value).map_err(|e| corrupt(format!("payload: {e}")))
+        read_payload(header.version, payload).map_err(corrupt)
     }
 
     /// Writes the state atomically (temporary file, fsync, rename, fsync of the directory).
@@ -203,8 +212,8 @@ impl StateStore {
             path: self.path.clone(),
             source,
         };
-        let mut payload =
-            serde_json::to_vec_pretty(state).map_err(|e| write_err(std::io::Error::other(e)))?;
+        let mut payload = serde_json::to_vec_pretty(&super::schema::File::from(state))
+            .map_err(|e| write_err(std::io::Error::other(e)))?;
         payload.push(b'\n');
         let header = serde_json::to_vec(&Header {
             format: FORMAT.into(),
@@ -246,12 +255,15 @@ impl StateStore {
     }
 }
 
-/// Brings an older payload up to [`STATE_VERSION`], one version at a time. Version 1 is the
-/// first; a future version 2 adds a `1 => ...` arm here, and its test keeps a literal v1 file.
-fn migrate(version: u32, value: serde_json::Value) -> Result<serde_json::Value, String> {
+/// The payload of a file of format `version`, as the in-memory state: each version read by
+/// its own module, whatever the current one is.
+fn read_payload(version: u32, payload: &[u8]) -> Result<State, String> {
     match version {
-        STATE_VERSION => Ok(value),
-        other => Err(format!("no migration from version {other}")),
+        // Version 2 only added fields absent when empty: one schema reads both.
+        1 | 2 => serde_json::from_slice::<super::schema::File>(payload)
+            .map(State::from)
+            .map_err(|e| format!("payload: {e}")),
+        other => Err(format!("no reader for format version {other}")),
     }
 }
 
@@ -336,7 +348,7 @@ mod tests {
     fn literal_files_fail_with_the_right_errors() {
         let dir = tempfile::tempdir().unwrap();
         let fp = "mc1-0011223344556677";
-        let good = serde_json::to_string_pretty(&sample()).unwrap();
+        let good = serde_json::to_string_pretty(&crate::state::schema::File::from(&sample())).unwrap();
 
         let s = literal(&dir, &with_header(1, &good, Some("sha256:00")));
         assert!(

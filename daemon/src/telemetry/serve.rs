@@ -1,7 +1,8 @@
 //! The `/metrics` endpoint: content negotiation between the Prometheus text format 0.0.4
 //! (what `promtool check metrics` and most scrapers without OpenMetrics read) and
 //! OpenMetrics 1.0 (what Prometheus asks for first), and an endpoint that a reload can move
-//! to another address or switch off.
+//! to another address or switch off, whose connections are let in within limits
+//! (`listener`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -199,13 +200,10 @@ async fn serve(
             }
         }),
     );
-    // Any local user can reach this port: idle connections are closed and their number
-    // capped, so that they cannot take every descriptor (and with them the API).
-    let listener = crate::service::guard::GuardedListener::new(
-        listener,
-        crate::service::guard::MAX_CONNECTIONS,
-        crate::service::guard::IDLE,
-    );
+    // Any local user can reach this port: connections are capped per address and in all,
+    // and silent ones closed, so that they can take neither every descriptor (and with
+    // them the API) nor every place a scrape needs.
+    let listener = listener::Admitted::new(listener);
     if let Err(e) = axum::serve(listener, app)
         .with_graceful_shutdown(async move { cancel.cancelled().await })
         .await
@@ -213,6 +211,8 @@ async fn serve(
         tracing::error!(error = %e, "metrics endpoint stopped");
     }
 }
+
+mod listener;
 
 #[cfg(test)]
 mod tests;

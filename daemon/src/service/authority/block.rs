@@ -14,6 +14,14 @@ const TABLE_SIZE: usize = 4096;
 /// Decoded bytes one header list may hold before the connection is refused. Far above the
 /// 16 KiB hyper accepts per request: past this, nothing the server would take is lost.
 pub(super) const MAX_LIST: usize = 1 << 20;
+/// Fields one header block may hold: the server (hyper) takes at most 16 KiB of header
+/// list, each field counting 32 bytes besides its name and value (RFC 7541 §4.1), so no
+/// request it would serve has more.
+pub(super) const MAX_FIELDS: usize = (16 << 10) / 32;
+/// Huffman-coded strings one header block may hold. The decoder builds its code table
+/// for each one (about 60 us): a 250 KiB block of one-byte strings took 6 s of a worker
+/// thread. A request has a few dozen at most.
+pub(super) const MAX_HUFFMAN: usize = 256;
 
 /// The authority put in place of one the HTTP/2 layer refuses: what grpc-go and recent
 /// gRPC C-core send on Unix sockets.
@@ -26,6 +34,10 @@ pub enum BlockError {
     Hpack(#[source] loona_hpack::decoder::DecoderError),
     #[error("header list above {MAX_LIST} bytes")]
     TooLarge,
+    #[error(
+        "header block of {fields} fields, {huffman} of its strings Huffman-coded; a request holds at most {MAX_FIELDS} fields and {MAX_HUFFMAN} such strings"
+    )]
+    TooMany { fields: usize, huffman: usize },
 }
 
 /// A decoded header list.
@@ -114,6 +126,13 @@ impl Decoder {
     /// Decodes one complete block (HEADERS and CONTINUATION fragments joined). Every block
     /// of the connection must come through here, in order: the table is shared.
     pub fn decode(&mut self, block: &[u8]) -> Result<Fields, BlockError> {
+        let shape = Shape::of(block);
+        if shape.fields > MAX_FIELDS || shape.huffman > MAX_HUFFMAN {
+            return Err(BlockError::TooMany {
+                fields: shape.fields,
+                huffman: shape.huffman,
+            });
+        }
         let mut out = Fields::default();
         let mut size = 0usize;
         self.hpack
@@ -137,9 +156,112 @@ impl Decoder {
     }
 }
 
+/// What a block holds, counted without decoding it: its field representations and its
+/// Huffman-coded strings (RFC 7541 §6). A block cut short is counted as far as it goes;
+/// the decoder then says what is wrong with it.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Shape {
+    fields: usize,
+    huffman: usize,
+}
+
+impl Shape {
+    fn of(block: &[u8]) -> Self {
+        let mut shape = Self::default();
+        let mut rest = block;
+        while let Some(&first) = rest.first() {
+            // (prefix bits of the index or size, whether strings follow)
+            let (prefix, literal) = match first {
+                b if b & 0x80 != 0 => (7, false),
+                b if b & 0xc0 == 0x40 => (6, true),
+                b if b & 0xe0 == 0x20 => (5, false),
+                _ => (4, true),
+            };
+            let Some((index, used)) = integer_at(rest, prefix) else {
+                break;
+            };
+            rest = &rest[used..];
+            if prefix == 5 {
+                // A table size update is not a field.
+                continue;
+            }
+            shape.fields += 1;
+            if !literal {
+                continue;
+            }
+            let strings = if index == 0 { 2 } else { 1 };
+            for _ in 0..strings {
+                let Some(&head) = rest.first() else {
+                    return shape;
+                };
+                let Some((len, used)) = integer_at(rest, 7) else {
+                    return shape;
+                };
+                if head & 0x80 != 0 {
+                    shape.huffman += 1;
+                }
+                let Some(after) = rest.get(used.saturating_add(len)..) else {
+                    return shape;
+                };
+                rest = after;
+            }
+        }
+        shape
+    }
+}
+
+/// An integer with an N-bit prefix at the start of `bytes`, and the bytes it took; None
+/// when cut short or larger than any length a block could hold.
+fn integer_at(bytes: &[u8], prefix: u8) -> Option<(usize, usize)> {
+    let max = (1usize << prefix) - 1;
+    let first = usize::from(*bytes.first()?) & max;
+    if first < max {
+        return Some((first, 1));
+    }
+    let mut value = max;
+    for (i, &b) in bytes.iter().enumerate().skip(1).take(4) {
+        value += usize::from(b & 0x7f) << (7 * (i - 1));
+        if b & 0x80 == 0 {
+            return Some((value, i + 1));
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn blocks_are_counted_without_decoding() {
+        let mut client = loona_hpack::Encoder::new();
+        let fields: Vec<(Vec<u8>, Vec<u8>)> = (0..20)
+            .map(|i| (format!("x-field-{i}").into_bytes(), vec![b'v'; 300]))
+            .collect();
+        let block = client.encode(fields.iter().map(|(n, v)| (&n[..], &v[..])));
+        assert_eq!(
+            Shape::of(&block),
+            Shape {
+                fields: 20,
+                huffman: 0
+            }
+        );
+        // Indexed fields, a size update, a Huffman-coded literal (RFC 7541 C.4.1).
+        let block = [
+            0x82, 0x86, 0x3f, 0xe1, 0x1f, 0x41, 0x8c, 0xf1, 0xe3, 0xc2, 0xe5, 0xf2, 0x3a, 0x6b,
+            0xa0, 0xab, 0x90, 0xf4, 0xff,
+        ];
+        assert_eq!(
+            Shape::of(&block),
+            Shape {
+                fields: 3,
+                huffman: 1
+            }
+        );
+        // Cut short: counted as far as it goes.
+        assert_eq!(Shape::of(&block[..8]).fields, 3);
+        assert_eq!(Shape::of(&[0x40, 0x85]).fields, 1);
+    }
 
     #[test]
     fn the_authorities_unix_socket_clients_send_are_told_apart() {
@@ -215,8 +337,18 @@ mod tests {
         let first = client.encode([(&b"x-big"[..], &big[..])]);
         let mut decoder = Decoder::default();
         decoder.decode(&first).unwrap();
-        // One byte per reference to a 3 kB entry: 400 kB encoded decode to over 1 GB.
+        // One byte per reference to a 3 kB entry: 400 kB encoded decode to over 1 GB. Refused
+        // for its count of fields, before anything is decoded.
         let bomb = vec![0x80 | 62; 400 << 10];
+        assert!(matches!(
+            decoder.decode(&bomb),
+            Err(BlockError::TooMany {
+                fields: 409_600,
+                ..
+            })
+        ));
+        // Within the count of fields, by what it decodes to.
+        let bomb = vec![0x80 | 62; MAX_FIELDS];
         assert!(matches!(decoder.decode(&bomb), Err(BlockError::TooLarge)));
         assert!(matches!(
             Decoder::default().decode(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]),
