@@ -18,6 +18,7 @@ mod guest;
 mod guest_support;
 mod offline;
 mod ops;
+mod package;
 mod python;
 mod reliability;
 mod tls;
