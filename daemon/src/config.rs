@@ -656,7 +656,7 @@ mod tests {
         let e = Config::load(Some(&path)).unwrap_err();
         assert_eq!(e.fault(), placed_core::fault::Fault::InvalidInput, "{e}");
         assert!(e.to_string().contains("latin1.toml"), "{e}");
-        assert!(e.to_string().contains("offset 13"), "{e}");
+        assert!(e.to_string().contains("offset 14"), "{e}");
     }
 
     #[test]
