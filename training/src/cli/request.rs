@@ -162,33 +162,13 @@ impl Cli {
                 out,
                 seconds,
                 force,
-            } => {
-                if !(seconds.is_finite() && seconds > 0.0) {
-                    return Err(CliError::Usage("--seconds must be positive".into()));
-                }
-                Request::Calibrate(crate::calibrate::Options {
-                    seconds,
-                    out,
-                    exe: exe()?,
-                    force,
-                })
-            }
+            } => calibration(out, seconds, force)?,
             Cli::Train {
                 vcpus,
                 collect,
                 model_dir,
                 train,
-            } => {
-                if vcpus.len() > 1 && collect.out.is_some() {
-                    return Err(PipelineError::OneOutForSeveralSizes.into());
-                }
-                Request::Train {
-                    sizes: vcpus,
-                    collection: collect.validate()?,
-                    model_dir,
-                    fitting: train.fitting()?,
-                }
-            }
+            } => training(vcpus, collect, model_dir, &train)?,
             Cli::Fit { data, out, train } => Request::Fit {
                 data,
                 out,
@@ -213,13 +193,7 @@ impl Cli {
                 train,
             } => Request::Sizes {
                 data,
-                output: match (fewest, out) {
-                    (true, _) => SizesOutput::Fewest {
-                        target: train.acceptance()?.gate.max_mean_error,
-                    },
-                    (false, Some(path)) => SizesOutput::Model(path),
-                    (false, None) => SizesOutput::Table,
-                },
+                output: train.sizes_output(fewest, out)?,
                 options: train.options()?,
             },
             Cli::Policies {
@@ -259,11 +233,49 @@ impl Cli {
                     ..SimulationOptions::default()
                 },
             },
-            Cli::Workload(WorkloadCmd::Run {
+            Cli::Workload(command) => command.validate()?,
+            Cli::Man { dir } => Request::Man { dir },
+        })
+    }
+}
+
+fn training(
+    sizes: Vec<usize>,
+    collect: CollectFlags,
+    model_dir: PathBuf,
+    train: &TrainFlags,
+) -> Result<Request, CliError> {
+    if sizes.len() > 1 && collect.out.is_some() {
+        return Err(PipelineError::OneOutForSeveralSizes.into());
+    }
+    Ok(Request::Train {
+        sizes,
+        collection: collect.validate()?,
+        model_dir,
+        fitting: train.fitting()?,
+    })
+}
+
+fn calibration(out: PathBuf, seconds: f64, force: bool) -> Result<Request, CliError> {
+    if !(seconds.is_finite() && seconds > 0.0) {
+        return Err(CliError::Usage("--seconds must be positive".into()));
+    }
+    Ok(Request::Calibrate(crate::calibrate::Options {
+        seconds,
+        out,
+        exe: exe()?,
+        force,
+    }))
+}
+
+impl WorkloadCmd {
+    fn validate(self) -> Result<Request, CliError> {
+        Ok(match self {
+            WorkloadCmd::Run {
                 name,
                 threads,
                 seconds,
-            }) => {
+            } => {
                 let Some(kernel) = kernels::find(&name) else {
                     let known: Vec<&str> = kernels::KERNELS.iter().map(|k| k.name).collect();
                     return Err(CliError::Usage(format!(
@@ -277,14 +289,13 @@ impl Cli {
                     seconds,
                 }
             }
-            Cli::Workload(WorkloadCmd::List {
+            WorkloadCmd::List {
                 workload_file,
                 json,
-            }) => Request::WorkloadList {
+            } => Request::WorkloadList {
                 files: workload_file,
                 json,
             },
-            Cli::Man { dir } => Request::Man { dir },
         })
     }
 }
@@ -368,6 +379,18 @@ impl CollectFlags {
 }
 
 impl TrainFlags {
+    /// What `sizes` writes: `--fewest` replays the search `train` makes, whose target is the
+    /// gate's error.
+    fn sizes_output(&self, fewest: bool, out: Option<PathBuf>) -> Result<SizesOutput, CliError> {
+        Ok(match (fewest, out) {
+            (true, _) => SizesOutput::Fewest {
+                target: self.acceptance()?.gate.max_mean_error,
+            },
+            (false, Some(path)) => SizesOutput::Model(path),
+            (false, None) => SizesOutput::Table,
+        })
+    }
+
     fn fitting(&self) -> Result<Fitting, CliError> {
         Ok(Fitting {
             options: self.options()?,
