@@ -8,11 +8,6 @@ use std::process::Command;
 /// The documents the package ships under /usr/share/doc/placed.
 const DOCS: [&str; 4] = ["daemon.md", "cli-json.md", "training.md", "models.md"];
 
-fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
-}
-
 /// A gzipped man page's text.
 fn zcat(page: &Path) -> String {
     let out = Command::new("zcat").arg(page).output().expect("zcat runs");
@@ -20,18 +15,24 @@ fn zcat(page: &Path) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// Builds the package's tree with `scripts/package-deb` into a directory of its own; the
-/// tree the script laid out.
-fn package_tree(out: &Path) -> PathBuf {
+/// The target directory's profile folder, where cargo built the three binaries (the other
+/// two brought up to date first).
+pub fn bin_dir() -> PathBuf {
     let placed = Path::new(env!("CARGO_BIN_EXE_placed"));
     let bin_dir = placed.parent().expect("placed lives in a target directory");
     for other in ["placectl", "placed-train"] {
         assert_eq!(crate::bins::bin(other).parent(), Some(bin_dir));
     }
+    bin_dir.to_owned()
+}
+
+/// Builds the package with `scripts/package-deb` from the binaries in [`bin_dir`], into
+/// `out`, uncompressed; the package's path. Its tree stays beside it, without `.deb`.
+pub fn build(out: &Path) -> PathBuf {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let built = Command::new(workspace.join("scripts/package-deb"))
         .current_dir(&workspace)
-        .env("PLACED_BIN_DIR", bin_dir)
+        .env("PLACED_BIN_DIR", bin_dir())
         .env("PLACED_DEB_OUT", out)
         .env("PLACED_DEB_COMPRESSION", "none")
         .output()
@@ -41,25 +42,24 @@ fn package_tree(out: &Path) -> PathBuf {
         "scripts/package-deb failed: {}",
         String::from_utf8_lossy(&built.stderr)
     );
-    let deb = String::from_utf8_lossy(&built.stdout)
+    String::from_utf8_lossy(&built.stdout)
         .lines()
         .last()
         .map(PathBuf::from)
-        .expect("package-deb names the package");
-    // The tree beside the package: placed_<version>_<arch>.deb from placed_<version>_<arch>/.
-    deb.with_extension("")
+        .expect("package-deb names the package")
 }
 
 #[test]
 fn every_man_page_named_is_shipped_and_so_are_the_documents() {
     for tool in ["dpkg-deb", "zcat", "python3"] {
-        if !on_path(tool) {
+        if !crate::guest_support::on_path(tool) {
             eprintln!("skipped, because {tool} is not installed (not a Debian host)");
             return;
         }
     }
     let out = tempfile::tempdir().unwrap();
-    let root = package_tree(out.path());
+    // The tree the package was made from: placed_<version>_<arch>/ beside its .deb.
+    let root = build(out.path()).with_extension("");
     let man1 = root.join("usr/share/man/man1");
     let mut shipped: Vec<String> = std::fs::read_dir(&man1)
         .unwrap()
