@@ -1,9 +1,10 @@
 //! `placectl`'s commands, one module each: what it takes (typed, clap), how that is
 //! validated, and what it does and prints.
 //!
-//! A command is registered once, in [`commands!`] below: its name, its module's typed
-//! arguments (`Remote<...>` for one that talks to the daemon, which adds the connection
-//! options after its name). A new command is a new module and one line there.
+//! A command is registered once, in `commands!` at the end of this file: its name, its
+//! about text, and its module's typed arguments (`Remote<...>` for one that talks to the
+//! daemon, which adds the connection options after its name). A new command is a new
+//! module, its `mod` line, and its entry there.
 //!
 //! Each module's typed arguments implement [`Typed`]: validation, which yields a [`Local`]
 //! job (runs here: topology, placements, move, ...) or a daemon [`Call`] (status, manage,
