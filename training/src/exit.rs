@@ -17,7 +17,9 @@ use crate::policies::ReplayError;
 pub fn exit_of(err: &CliError) -> Exit {
     match err {
         CliError::Usage(_) => Exit::BadInput,
-        CliError::Incomplete { .. } => Exit::Failed,
+        // The same command again measures what was skipped (docs/training.md), as for
+        // `train` (PipelineError::Incomplete).
+        CliError::Incomplete { .. } => Exit::Unavailable,
         CliError::Failed(cause) | CliError::Step { source: cause, .. } => of_error(cause.as_ref()),
     }
 }
@@ -193,6 +195,32 @@ mod tests {
             "{}",
             placed_core::text::error_line(&stopped)
         );
+    }
+
+    #[test]
+    fn a_command_error_has_its_own_code_or_its_cause_s() {
+        assert_eq!(
+            exit_of(&CliError::Usage("--seconds".into())),
+            Exit::BadInput
+        );
+        assert_eq!(
+            exit_of(&CliError::Incomplete { skipped: 1 }),
+            Exit::Unavailable
+        );
+        let missing = || placed_models::data::DataError::Io {
+            path: "absent.jsonl".into(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        };
+        assert_eq!(exit_of(&CliError::from(missing())), Exit::NotFound);
+        // Said after what the command was doing, the cause still decides.
+        assert_eq!(
+            exit_of(&CliError::step("fitting the model", missing())),
+            Exit::NotFound
+        );
+        let corrupt = placed_models::ModelFileError::Truncated {
+            path: "m.json".into(),
+        };
+        assert_eq!(exit_of(&CliError::from(corrupt)), Exit::BadInput);
     }
 
     #[test]
