@@ -1,6 +1,10 @@
 //! `placed-train`'s command line as typed: clap's derive, nothing checked beyond the types.
 //! [`super::request`] turns it into a validated request.
 
+// The doc comments are the help text people read in a terminal (`data-v<N>.jsonl`), not
+// HTML.
+#![allow(rustdoc::invalid_html_tags)]
+
 use std::path::PathBuf;
 
 use clap::{Args, Parser};
