@@ -173,6 +173,12 @@ pub enum Problem {
     /// The file has no lines at all.
     #[error("empty file: expected a machine header line first")]
     Empty,
+    /// A byte sequence that is not UTF-8, the encoding of JSON lines.
+    #[error("not UTF-8 text (invalid byte at offset {offset} of the file)")]
+    NotUtf8 {
+        /// Offset of the first invalid byte, from the start of the file.
+        offset: usize,
+    },
     /// A run record came before the machine header.
     #[error("the first line must be the machine header (\"kind\": \"machine\")")]
     MissingHeader,
@@ -300,9 +306,19 @@ pub struct Dataset {
 impl Dataset {
     /// Reads and validates a JSON-lines data file.
     pub fn load(path: &Path) -> Result<Self, DataError> {
-        let text = std::fs::read_to_string(path).map_err(|source| DataError::Io {
+        let bytes = std::fs::read(path).map_err(|source| DataError::Io {
             path: path.to_owned(),
             source,
+        })?;
+        // Not UTF-8 is a malformed file like any other, said with where: not an I/O error.
+        let text = String::from_utf8(bytes).map_err(|e| {
+            let offset = e.utf8_error().valid_up_to();
+            let valid = &e.as_bytes()[..offset];
+            DataError::Invalid {
+                path: path.to_owned(),
+                line: valid.iter().filter(|&&b| b == b'\n').count() + 1,
+                problem: Problem::NotUtf8 { offset },
+            }
         })?;
         Self::from_jsonl(&text, path)
     }

@@ -1,6 +1,6 @@
 //! `placed-training`: training workloads, the collector that measures them in every
 //! important placement of a host, and the `placed-train` command (collect, fit, evaluate,
-//! simulate).
+//! simulate): its command layer is [`cli`], its binary only parses and calls it.
 //!
 //! # Layout
 //!
@@ -17,10 +17,13 @@
 //! - [`policies`]: the placement policies replayed from collected data (thesis §2.5).
 //! - [`plot`]: predicted against actual performance per workload, and the policy replay, as
 //!   SVG.
+//! - [`cli`]: `placed-train`'s commands: the command line as typed, validated into a
+//!   request, and run.
 //! - [`exit`]: `placed-train`'s exit code for an error, from the table shared by the three
 //!   binaries (`placed_core::exit`).
 
 pub mod calibrate;
+pub mod cli;
 pub mod collect;
 pub mod exit;
 pub mod interrupt;

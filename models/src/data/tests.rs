@@ -348,3 +348,25 @@ fn an_unusable_measurement_after_a_usable_one_is_ignored_and_two_usable_ones_are
     assert!(left[0].unusable.as_deref().unwrap().contains("+/-30%"));
     assert!(!data.run_is_usable("c1", 0));
 }
+
+#[test]
+fn a_file_that_is_not_utf8_is_refused_with_its_line_and_offset() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("latin1.jsonl");
+    let mut bytes = format!("{HEADER}\n").into_bytes();
+    let offset = bytes.len() + run("a1", "a", "n1", "100").find("a1").expect("a1");
+    let mut second = run("a1", "a", "n1", "100").into_bytes();
+    // "a1" as Latin-1 "\xe41": not UTF-8.
+    let at = offset - bytes.len();
+    second[at] = 0xe4;
+    bytes.extend(second);
+    std::fs::write(&path, &bytes).expect("writable");
+    match Dataset::load(&path) {
+        Err(DataError::Invalid {
+            line: 2,
+            problem: Problem::NotUtf8 { offset: found },
+            ..
+        }) => assert_eq!(found, offset),
+        other => panic!("expected line 2 refused as not UTF-8, got {other:?}"),
+    }
+}
