@@ -107,10 +107,7 @@ impl MetricSlot {
             .filter(|c| !c.is_empty())
             .unwrap_or_else(|| usable.clone());
         source.count_on(&count_on);
-        let probe = shared
-            .host
-            .kernel()
-            .noise_probe(NoiseTarget::Cgroup(dir), cpus);
+        let probe = shared.host.noise_probe(NoiseTarget::Cgroup(dir), cpus);
         let protocol = shared
             .config()
             .protocol_for(&shared.protocol(), source.is_pulled());

@@ -30,7 +30,7 @@ use placed_core::placement::{PlacementSet, important_placements};
 use placed_core::policy::Policy;
 use placed_core::reconcile::OnOverride;
 use placed_host::cgroup::{CgroupPath, Version};
-use placed_host::kernel::fake::FakeKernel;
+use placed_host::fake::FakeKernel;
 use placed_host::observe::SourceSpec;
 use placed_models::data::{
     DATA_FORMAT_VERSION, MachineHeader, Measurement, PlacementInfo, RunRecord,

@@ -24,8 +24,9 @@ pub use patterns::{Classified, classify};
 pub use protected::{DENIED_UNITS, protected};
 pub use reference::{BadReference, MIN_ID_PREFIX, Reference};
 
-use crate::cgroup::{self, CgroupPath, Cgroups, IoError, Version};
+use crate::cgroup::{self, CgroupPath, Cgroups, Version};
 use crate::kernel::Files;
+use crate::kernel::fs::IoError;
 use placed_core::fault::Fault;
 
 /// The kind of container, by who made its cgroup.
