@@ -258,6 +258,12 @@ pub(super) fn spawn(
         })
 }
 
+impl From<CommandError> for SourceError {
+    fn from(e: CommandError) -> Self {
+        Self::failed(e)
+    }
+}
+
 impl MetricSource for CommandSource {
     fn describe(&self) -> String {
         clip(&format!("command {}", self.config.argv.join(" ")))

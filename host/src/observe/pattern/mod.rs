@@ -199,7 +199,8 @@ impl MetricSource for PatternSource {
 
     async fn poll(&mut self) -> Result<Vec<Reading>, SourceError> {
         if let Some(e) = self.ended() {
-            return Err(SourceError::Pattern(e));
+            // Every poll after the end returns the same error.
+            return Err(SourceError::failed(e));
         }
         self.readings.poll().await
     }

@@ -245,6 +245,12 @@ impl PerfSource {
     }
 }
 
+impl From<PerfError> for SourceError {
+    fn from(e: PerfError) -> Self {
+        Self::failed(e)
+    }
+}
+
 impl MetricSource for PerfSource {
     fn describe(&self) -> String {
         let what = match self.metric {

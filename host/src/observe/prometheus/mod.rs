@@ -241,6 +241,12 @@ fn kind_of(metric: &str, declared: Option<MetricType>) -> Kind {
     }
 }
 
+impl From<PrometheusError> for SourceError {
+    fn from(e: PrometheusError) -> Self {
+        Self::failed(e)
+    }
+}
+
 impl MetricSource for PrometheusSource {
     fn describe(&self) -> String {
         format!("prometheus {} {}", self.config.url, self.config.selector)
