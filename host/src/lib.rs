@@ -11,6 +11,8 @@
 //! - [`kernel`]: the ground floor, importing nothing else of the crate. Where `/proc`,
 //!   `/sys` and the cgroup mounts are, found once at start, and the one place their files
 //!   are read through ([`kernel::Kernel`], [`kernel::Files`], [`kernel::fs`]).
+//! - [`atomic_file`]: replacing a file so that readers see the old content or the new,
+//!   never a part (the daemon's state file, model files, training data, machine files).
 //! - [`stop`]: SIGINT, SIGTERM and SIGHUP as one stop request ([`stop::Stop`]): a flag for
 //!   blocking work, a cancellation token for async code, the signal's name for messages;
 //!   SIGHUP may be routed to a reload hook instead.
@@ -32,6 +34,7 @@
 //!   tree, `/proc`, `/sys` and mountinfo in a temporary directory) behind the same types,
 //!   for tests without root; the top floor, since it builds hierarchies and hosts.
 
+pub mod atomic_file;
 pub mod kernel;
 pub mod stop;
 

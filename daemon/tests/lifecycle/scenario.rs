@@ -213,7 +213,8 @@ impl Scenario {
         match trained.get(&v) {
             Some(bytes) => std::fs::write(&path, bytes).unwrap(),
             None => {
-                model(&self.machine, v).save(&path).unwrap();
+                let text = model(&self.machine, v).file_text().unwrap();
+                std::fs::write(&path, text).unwrap();
                 trained.insert(v, std::fs::read(&path).unwrap());
             }
         }
@@ -231,7 +232,7 @@ impl Scenario {
             .daemon
             .model_dir
             .join(format!("{}-sizes.json", self.machine.fingerprint()));
-        model.save(&path).unwrap();
+        std::fs::write(&path, model.file_text().unwrap()).unwrap();
         self
     }
 

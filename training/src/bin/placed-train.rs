@@ -21,6 +21,7 @@ use placed_models::interval::IntervalParams;
 use placed_models::{Dataset, TrainOptions, evaluate, fit};
 use placed_training::collect::{self, Summary, human};
 use placed_training::pipeline;
+use placed_training::save::Save as _;
 use placed_training::simulate::{SimMachine, SimulationOptions, simulate};
 use placed_training::workloads::{self, kernels};
 use placed_training::{calibrate, plot, policies, report};

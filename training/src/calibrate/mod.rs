@@ -287,7 +287,7 @@ pub fn calibrate(options: &Options) -> Result<Calibration, CalibrateError> {
             .collect(),
         notes,
     );
-    placed_models::atomic_file::write(&options.out, &[file.to_json().as_bytes()]).map_err(
+    placed_host::atomic_file::write(&options.out, &[file.to_json().as_bytes()]).map_err(
         |source| CalibrateError::Write {
             path: options.out.clone(),
             source,
