@@ -2,9 +2,6 @@
 //! does a known number of operations per second and reports its running total, scraped over
 //! real HTTP or pushed through its stdout; the estimates must match what it really did.
 
-#[path = "../../tests/support/bins.rs"]
-mod bins;
-
 use std::process::Stdio;
 use std::time::Duration;
 
