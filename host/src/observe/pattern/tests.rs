@@ -153,26 +153,7 @@ async fn dropping_the_source_kills_the_program_and_what_it_forked() {
         .parse()
         .unwrap();
     drop(s);
-    assert_gone(pid);
-}
-
-/// Waits (boundedly) until `pid` no longer runs; a killed process may linger as a zombie
-/// until whoever adopted it reaps it.
-fn assert_gone(pid: u32) {
-    let files = crate::kernel::Files::host();
-    let state = || {
-        files.task(pid, "stat").unwrap().and_then(|s| {
-            s.rsplit_once(") ")
-                .and_then(|(_, rest)| rest.chars().next())
-        })
-    };
-    for _ in 0..1500 {
-        if matches!(state(), None | Some('Z' | 'X')) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("{pid} still runs: {:?}", state());
+    crate::observe::testing::assert_gone(pid);
 }
 
 #[tokio::test]
