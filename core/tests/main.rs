@@ -4,7 +4,11 @@
 //! fails for a file that is not declared below).
 //!
 //! - `fuzz`: the fuzz targets over cpu lists, machine files and hwloc XML (docs/testing.md).
+//! - `harness` and `imports`: what the crates' test binaries share (tests/support): the
+//!   fuzz runner, and the reader of a crate's modules.
 
+#[path = "../../tests/support/fuzz.rs"]
+mod harness;
 #[path = "../../tests/support/imports.rs"]
 mod imports;
 

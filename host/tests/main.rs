@@ -9,9 +9,14 @@
 //! - `fuzz`: the fuzz targets over placed-host's parsers of outside input
 //!   (docs/testing.md).
 //! - `layers`: placed-host's modules stack as floors: no circle of imports.
+//! - `bins`, `harness` and `imports`: what the crates' test binaries share
+//!   (tests/support): the workspace's binaries, the fuzz runner, and the reader of a
+//!   crate's modules.
 
 #[path = "../../tests/support/bins.rs"]
 mod bins;
+#[path = "../../tests/support/fuzz.rs"]
+mod harness;
 #[path = "../../tests/support/imports.rs"]
 mod imports;
 

@@ -1,8 +1,7 @@
 //! Fuzz targets for placed-models' parsers of outside input: training data (JSON lines) and
 //! model files. Bounded and seeded for CI; see docs/testing.md for the long mode.
 
-#[path = "../../tests/support/fuzz.rs"]
-mod fuzz;
+use crate::harness as fuzz;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -11,7 +11,11 @@
 //! - `fuzz`: the fuzz targets over workload files and the collector's data file.
 //! - `policies`, `simulated_accuracy`, `simulated_coverage`: the models and policies on
 //!   simulated data.
+//! - `harness` and `imports`: what the crates' test binaries share (tests/support): the
+//!   fuzz runner, and the reader of a crate's modules.
 
+#[path = "../../tests/support/fuzz.rs"]
+mod harness;
 #[path = "../../tests/support/imports.rs"]
 mod imports;
 
