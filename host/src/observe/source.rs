@@ -62,7 +62,7 @@ impl Reading {
 ///
 /// Futures are `Send` so that a source can live in the daemon's per-container task; the
 /// training collector, which is synchronous, drives the same sources through
-/// [`super::measure_blocking`].
+/// [`super::block_on`].
 pub trait MetricSource: Send {
     /// What is measured, for reports and to refuse comparing two different metrics
     /// (for example `prometheus http://10.0.0.2:9100/metrics ops_total{job="api"}`).

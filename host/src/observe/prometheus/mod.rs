@@ -92,7 +92,7 @@ pub enum PrometheusError {
         /// The status code.
         status: u16,
     },
-    /// The body is larger than [`MAX_BODY`].
+    /// The body is larger than `MAX_BODY`.
     #[error("metrics endpoint {url} sent more than {limit} bytes")]
     TooLarge {
         /// The URL.
