@@ -14,6 +14,8 @@
 //!   SIGHUP as a stop (`placed_host::stop`), so a stopped collection cleans up.
 //! - [`simulate`]: simulated training data for a topology and `v`, marked simulated.
 //! - [`report`]: the tables `fit` and `evaluate` print.
+//! - [`save`]: model files and data sets written atomically (placed-host's
+//!   `atomic_file`), with the model file's mode and group.
 //! - [`policies`]: the placement policies replayed from collected data (thesis §2.5).
 //! - [`plot`]: predicted against actual performance per workload, and the policy replay, as
 //!   SVG.
@@ -32,5 +34,6 @@ pub mod plot;
 pub mod policies;
 pub mod provenance;
 pub mod report;
+pub mod save;
 pub mod simulate;
 pub mod workloads;
