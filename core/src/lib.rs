@@ -16,6 +16,8 @@
 //! - [`fault`]: who has to act on an error (caller, operator, nobody), from which the
 //!   daemon derives gRPC codes and the binaries their exit codes.
 //! - [`exit`]: the exit-code table shared by `placed`, `placectl` and `placed-train`.
+//! - `man` (feature `cli`): the binaries' man pages, one per command and subcommand,
+//!   from their clap definitions.
 //! - [`text`]: how errors and sizes are written for people (one line per error chain).
 //!
 //! The crates above it: `placed-host` (cgroups, containers, migration, enactment,
@@ -26,6 +28,8 @@ pub mod exit;
 pub mod fault;
 pub mod lifecycle;
 pub mod machine;
+#[cfg(feature = "cli")]
+pub mod man;
 pub mod placement;
 pub mod policy;
 pub mod reconcile;

@@ -2,8 +2,7 @@
 //! hwloc XML (the pre-parse and hwloc behind it). Bounded and seeded for CI; see
 //! docs/testing.md for the long mode.
 
-#[path = "../../tests/support/fuzz.rs"]
-mod fuzz;
+use crate::harness as fuzz;
 
 use std::path::{Path, PathBuf};
 

@@ -365,13 +365,21 @@ impl Config {
             Some(p) => (p.to_owned(), true),
             None => (PathBuf::from(DEFAULT_CONFIG_PATH), false),
         };
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
             Err(e) if !explicit && e.kind() == std::io::ErrorKind::NotFound => {
                 return Ok(Self::default());
             }
             Err(source) => return Err(ConfigError::Read { path, source }),
         };
+        // Not UTF-8 is a malformed file like any other (bad input), not one that cannot be read.
+        let text = String::from_utf8(bytes).map_err(|e| ConfigError::Parse {
+            detail: format!(
+                "not UTF-8 text (invalid byte at offset {})",
+                e.utf8_error().valid_up_to()
+            ),
+            path: path.clone(),
+        })?;
         Self::parse(&path, &text)
     }
 
@@ -665,6 +673,17 @@ mod tests {
             Config::load(Some(Path::new("/nonexistent/placed.toml"))),
             Err(ConfigError::Read { .. })
         ));
+    }
+
+    #[test]
+    fn a_file_that_is_not_utf8_is_malformed_not_unreadable() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("latin1.toml");
+        std::fs::write(&path, b"[policy]\n# caf\xe9\n").unwrap();
+        let e = Config::load(Some(&path)).unwrap_err();
+        assert_eq!(e.fault(), placed_core::fault::Fault::InvalidInput, "{e}");
+        assert!(e.to_string().contains("latin1.toml"), "{e}");
+        assert!(e.to_string().contains("offset 14"), "{e}");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use placed::state::{StateError, StateStore};
 use placed::telemetry::Metrics;
 use placed_core::machine::{Machine, TopologySource};
 use placed_core::policy::Policy;
-use placed_host::kernel::fake::FakeKernel;
+use placed_host::fake::FakeKernel;
 
 /// 16 PUs (0-15) on two nodes.
 fn machine() -> Machine {

@@ -12,7 +12,7 @@ use placed::lifecycle::{Daemon, Environment};
 use placed::service::{self, Limits, ServeHandle};
 use placed::telemetry::Metrics;
 use placed_core::machine::{Machine, TopologySource};
-use placed_host::kernel::fake::FakeKernel;
+use placed_host::fake::FakeKernel;
 use placed_proto::v1 as pb;
 use placed_proto::v1::placed_service_client::PlacedServiceClient;
 use tokio_util::sync::CancellationToken;

@@ -4,8 +4,7 @@
 //! regex-to-number parser over program output. Bounded and seeded for CI; see docs/testing.md
 //! for the long mode.
 
-#[path = "../../tests/support/fuzz.rs"]
-mod fuzz;
+use crate::harness as fuzz;
 
 use placed_host::cgroup::{CgroupPath, Mounts, quota};
 use placed_host::containers::Reference;

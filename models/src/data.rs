@@ -124,10 +124,14 @@ fn null_as_nan<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
+/// A line of a data file as read: the machine header or a run record (each JSON object
+/// says which in its `kind`).
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-enum Line {
+pub enum Line {
+    /// The first line.
     Machine(MachineHeader),
+    /// Every other line.
     Run(RunRecord),
 }
 
@@ -173,6 +177,12 @@ pub enum Problem {
     /// The file has no lines at all.
     #[error("empty file: expected a machine header line first")]
     Empty,
+    /// A byte sequence that is not UTF-8, the encoding of JSON lines.
+    #[error("not UTF-8 text (invalid byte at offset {offset} of the file)")]
+    NotUtf8 {
+        /// Offset of the first invalid byte, from the start of the file.
+        offset: usize,
+    },
     /// A run record came before the machine header.
     #[error("the first line must be the machine header (\"kind\": \"machine\")")]
     MissingHeader,
@@ -300,9 +310,19 @@ pub struct Dataset {
 impl Dataset {
     /// Reads and validates a JSON-lines data file.
     pub fn load(path: &Path) -> Result<Self, DataError> {
-        let text = std::fs::read_to_string(path).map_err(|source| DataError::Io {
+        let bytes = std::fs::read(path).map_err(|source| DataError::Io {
             path: path.to_owned(),
             source,
+        })?;
+        // Not UTF-8 is a malformed file like any other, said with where: not an I/O error.
+        let text = String::from_utf8(bytes).map_err(|e| {
+            let offset = e.utf8_error().valid_up_to();
+            let valid = &e.as_bytes()[..offset];
+            DataError::Invalid {
+                path: path.to_owned(),
+                line: valid.iter().filter(|&&b| b == b'\n').count() + 1,
+                problem: Problem::NotUtf8 { offset },
+            }
         })?;
         Self::from_jsonl(&text, path)
     }
@@ -345,21 +365,14 @@ impl Dataset {
         })
     }
 
-    /// Writes the dataset as JSON lines, header first.
-    pub fn save(&self, path: &Path) -> Result<(), DataError> {
-        let io = |source| DataError::Io {
-            path: path.to_owned(),
-            source,
-        };
-        let mut out = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
-        write_line(&mut out, &LineRef::Machine(&self.header)).map_err(io)?;
+    /// The dataset as JSON lines, header first: what [`Dataset::load`] reads (placed-train
+    /// writes it to a file atomically).
+    pub fn to_jsonl(&self) -> Result<Vec<u8>, serde_json::Error> {
+        let mut out = line(&LineRef::Machine(&self.header))?;
         for record in &self.records {
-            write_line(&mut out, &LineRef::Run(record)).map_err(io)?;
+            out.extend(line(&LineRef::Run(record))?);
         }
-        out.into_inner()
-            .map_err(std::io::IntoInnerError::into_error)
-            .and_then(|f| f.sync_all())
-            .map_err(io)
+        Ok(out)
     }
 
     /// The machine header.
@@ -397,16 +410,21 @@ impl Dataset {
     }
 }
 
-#[derive(Serialize)]
+/// A line of a data file to write: the machine header or a run record.
+#[derive(Debug, Clone, Copy, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-enum LineRef<'a> {
+pub enum LineRef<'a> {
+    /// The first line.
     Machine(&'a MachineHeader),
+    /// Every other line.
     Run(&'a RunRecord),
 }
 
-fn write_line(out: &mut impl std::io::Write, line: &LineRef<'_>) -> std::io::Result<()> {
-    serde_json::to_writer(&mut *out, line)?;
-    out.write_all(b"\n")
+/// `line` as a data file holds it: JSON, then a newline.
+pub fn line(line: &LineRef<'_>) -> Result<Vec<u8>, serde_json::Error> {
+    let mut bytes = serde_json::to_vec(line)?;
+    bytes.push(b'\n');
+    Ok(bytes)
 }
 
 fn validate(lines: Vec<(usize, Line)>) -> Result<Dataset, (usize, Problem)> {

@@ -18,13 +18,12 @@
 //! - [`evaluation`]: probe selection and the cross-validated comparison of the forest, the
 //!   category mean and the counter baseline.
 //! - [`train`]: fitting the final model, and the data as a linfa data set for experiments.
-//! - [`model`]: a trained model and its predictions; [`model_file`] reads and writes it.
+//! - [`model`]: a trained model and its predictions; [`model_file`] reads it and makes the
+//!   text a model file holds (placed-train writes it, durably, through placed-host).
 //! - [`sizes`]: one model across container sizes, measured by leaving one size out;
 //!   [`sizes_model`] is that model as a file the daemon predicts with, and [`size_search`]
 //!   chooses the fewest sizes to collect for it.
 //! - [`predictor`]: what the daemon predicts with, either kind of model.
-//! - [`atomic_file`]: replacing a file so readers see the old content or the new, never a
-//!   part (model files here, the daemon's state file).
 //!
 //! Internally, `table` arranges a data set as matrices, `probe` selects the probe, and
 //! `test_data` holds small hand-made data sets for unit tests.
@@ -45,7 +44,6 @@
 //! ```
 
 pub mod accuracy;
-pub mod atomic_file;
 pub mod categories;
 pub mod check;
 pub mod cv;

@@ -163,10 +163,11 @@ impl Model {
         })
     }
 
-    /// Writes the model atomically: a temporary file in the same directory, fsync, rename,
-    /// fsync of the directory, so a crash leaves the old file or the new one, never half.
-    pub fn save(&self, path: &Path) -> Result<(), ModelFileError> {
-        write_envelope(path, MODEL_FORMAT, MODEL_VERSION, &self.body)
+    /// The model file's content, to be written as a whole (placed-train writes it
+    /// atomically, with [`MODEL_FILE_MODE`] and [`MODEL_FILE_GROUP`]); [`Model::load`]
+    /// reads it back. An error is a bug in the encoder's input, not a file problem.
+    pub fn file_text(&self) -> Result<String, serde_json::Error> {
+        envelope_text(MODEL_FORMAT, MODEL_VERSION, &self.body)
     }
 }
 
@@ -256,42 +257,28 @@ pub(crate) fn open_envelope<'a>(
     Ok(bytes)
 }
 
-/// Writes `body` as a model file of `format` and `version`, atomically and with the model
-/// file's mode and group.
-pub(crate) fn write_envelope(
-    path: &Path,
+/// The text of a model file of `format` and `version` holding `body`: one line, with the
+/// checksum of the body's exact bytes.
+pub(crate) fn envelope_text(
     format: &str,
     version: u32,
     body: &impl Serialize,
-) -> Result<(), ModelFileError> {
-    let encode = |source| ModelFileError::Encode {
-        path: path.to_owned(),
-        source,
-    };
-    let body = serde_json::to_string(body).map_err(encode)?;
-    let raw = RawValue::from_string(body).map_err(encode)?;
+) -> Result<String, serde_json::Error> {
+    let raw = RawValue::from_string(serde_json::to_string(body)?)?;
     let envelope = Envelope {
         format: format.to_owned(),
         version,
         sha256: sha256_hex(raw.get().as_bytes()),
         model: &raw,
     };
-    let text = serde_json::to_string(&envelope).map_err(encode)?;
-    crate::atomic_file::write_owned(
-        path,
-        &[text.as_bytes(), b"\n"],
-        MODEL_FILE_MODE,
-        crate::atomic_file::group_id(MODEL_FILE_GROUP),
-    )
-    .map_err(|source| ModelFileError::Io {
-        action: "write",
-        path: path.to_owned(),
-        source,
-    })
+    let mut text = serde_json::to_string(&envelope)?;
+    text.push('\n');
+    Ok(text)
 }
 
 /// A model file's mode: the daemon reads it through the `placed` group; nobody else needs
-/// to read what the training data made of this host.
+/// to read what the training data made of this host. Whoever writes a model file
+/// ([`Model::file_text`]) gives it this mode and [`MODEL_FILE_GROUP`] before it appears.
 pub const MODEL_FILE_MODE: u32 = 0o640;
 
 /// The group model files are given where the host has it (the package creates it).

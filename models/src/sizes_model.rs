@@ -21,7 +21,7 @@ use crate::gate::GateFailure;
 use crate::interval::{Interval, conformal_quantile};
 use crate::model::{MachineClass, PlacementPrediction, PredictError, Prediction, id_of};
 use crate::model_file::{
-    Head, ModelFileError, open_envelope, parse_error, read_head, read_text, write_envelope,
+    Head, ModelFileError, envelope_text, open_envelope, parse_error, read_head, read_text,
 };
 use crate::predictor::Predictor;
 use crate::sizes::{
@@ -263,9 +263,11 @@ impl SizesModel {
         })
     }
 
-    /// Writes it atomically, as model files are written.
-    pub fn save(&self, path: &Path) -> Result<(), ModelFileError> {
-        write_envelope(path, SIZES_MODEL_FORMAT, SIZES_MODEL_VERSION, &self.body)
+    /// The model file's content, written as model files are ([`Model::file_text`]).
+    ///
+    /// [`Model::file_text`]: crate::Model::file_text
+    pub fn file_text(&self) -> Result<String, serde_json::Error> {
+        envelope_text(SIZES_MODEL_FORMAT, SIZES_MODEL_VERSION, &self.body)
     }
 }
 

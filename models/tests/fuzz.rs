@@ -1,8 +1,7 @@
 //! Fuzz targets for placed-models' parsers of outside input: training data (JSON lines) and
 //! model files. Bounded and seeded for CI; see docs/testing.md for the long mode.
 
-#[path = "../../tests/support/fuzz.rs"]
-mod fuzz;
+use crate::harness as fuzz;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -70,7 +69,7 @@ fn dataset() -> Dataset {
 }
 
 fn saved(data: &Dataset, path: &Path) -> String {
-    data.save(path).expect("writable");
+    std::fs::write(path, data.to_jsonl().expect("encodes")).expect("writable");
     std::fs::read_to_string(path).expect("readable")
 }
 
@@ -174,16 +173,17 @@ fn model_property(dir: &Path, bytes: &[u8]) -> Result<(), TestCaseError> {
 
 fn resaved(dir: &Path, model: &Model) -> Result<Model, TestCaseError> {
     let again = dir.join("again.json");
-    model
-        .save(&again)
+    let text = model
+        .file_text()
         .map_err(|e| TestCaseError::fail(e.to_string()))?;
+    std::fs::write(&again, text).map_err(|e| TestCaseError::fail(e.to_string()))?;
     Model::load(&again)
         .map_err(|e| TestCaseError::fail(format!("a saved model does not load: {e}")))
 }
 
 fn model_file(dir: &Path) -> String {
     let path = dir.join("seed.json");
-    model().save(&path).expect("writable");
+    std::fs::write(&path, model().file_text().expect("encodes")).expect("writable");
     std::fs::read_to_string(path).expect("readable")
 }
 

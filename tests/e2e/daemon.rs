@@ -704,6 +704,27 @@ fn config_errors_are_one_line() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("socket = \"/run/placed/placed.sock\""));
 }
 
+#[test]
+fn a_config_file_that_is_not_utf8_is_bad_input_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("latin1.toml");
+    // "café" in Latin-1, in a comment: valid TOML in any ASCII-compatible encoding but UTF-8.
+    std::fs::write(&p, b"[policy]\n# caf\xe9\n").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_placed"))
+        .arg("--print-config")
+        .arg("--config")
+        .arg(&p)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    // Exit 2, as for any other malformed config, not 4 (a file the host cannot read).
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("latin1.toml"), "{err}");
+    assert!(err.contains("not UTF-8"), "{err}");
+    assert!(err.contains("offset 14"), "{err}");
+}
+
 /// The shipped unit must start on a host with no config file ("defaults work with no
 /// file"): run the daemon with exactly the arguments of its ExecStart line.
 #[test]
@@ -1261,22 +1282,7 @@ fn sigterm_ends_open_watch_streams_and_the_daemon_exits() {
     }
     let dir = tempfile::tempdir().unwrap();
     let mut d = TestDaemon::start(dir.path(), &Setup::default());
-    let watch = std::process::Command::new(crate::bins::bin("placectl"))
-        .arg("watch")
-        .env("PLACED_SOCKET", &d.socket)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let start = std::time::Instant::now();
-    while metric(&d.metrics(), "placed_watchers") != Some(1.0) {
-        // Only bounds a hang: the stream is open once the daemon counts it.
-        assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "the watch never opened"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let watch = spawn_watch(&d);
     // The servers' graceful stop waits for open streams: before the fix placed hung here
     // until stop()'s SIGKILL.
     let status = d.stop().expect("placed was running");
@@ -1296,6 +1302,127 @@ fn sigterm_ends_open_watch_streams_and_the_daemon_exits() {
         stderr.contains("placed is stopping: watch again once it is back"),
         "{stderr}"
     );
+}
+
+/// `placectl watch` with its stdout a pipe and the daemon's socket in PLACED_SOCKET.
+fn spawn_watch(d: &TestDaemon) -> std::process::Child {
+    let watch = std::process::Command::new(crate::bins::bin("placectl"))
+        .arg("watch")
+        .env("PLACED_SOCKET", &d.socket)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start placectl watch");
+    let start = std::time::Instant::now();
+    while metric(&d.metrics(), "placed_watchers") != Some(1.0) {
+        // Only bounds a hang: the stream is open once the daemon counts it.
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "the watch never opened"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    watch
+}
+
+/// Waits for a child's exit; the bound only keeps a hang from lasting forever, and is what
+/// the test asserts against: that it exits at all.
+fn exit_of_child(child: &mut std::process::Child, what: &str) -> std::process::ExitStatus {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("wait for the child") {
+            return status;
+        }
+        if start.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("{what} did not exit");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn watch_ends_when_its_reader_goes_even_with_no_event_to_write() {
+    use std::io::BufRead;
+    let Some(host) = host() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (cg, _load) = container(&host);
+    let d = TestDaemon::start(dir.path(), &Setup::watching(&cg.path));
+    d.wait_for("c1 watched", |j| j["containers"][0]["state"] == "watched");
+    let mut watch = spawn_watch(&d);
+    // One event: c1 handed back, after which the daemon leaves it alone and no event comes.
+    d.placectl(["unmanage", "c1"]).ok();
+    let mut out = std::io::BufReader::new(watch.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert!(line.contains("/c1 unmanaged "), "{line}");
+    // `| head -1`: the reader has its line and goes.
+    drop(out);
+    // Before the fix placectl noticed only at its next write, which never came.
+    let status = exit_of_child(&mut watch, "placectl watch, its reader gone");
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut watch.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+}
+
+#[test]
+fn watch_says_the_daemon_went_away_when_it_is_killed() {
+    if host().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = TestDaemon::start(dir.path(), &Setup::default());
+    let mut watch = spawn_watch(&d);
+    // Killed: no "placed is stopping" at the end of the stream, only a closed connection.
+    d.stop_with(libc::SIGKILL).expect("placed was running");
+    let status = exit_of_child(&mut watch, "placectl watch, its daemon killed");
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut watch.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(
+        status.code(),
+        Some(i32::from(Exit::Unavailable.code())),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("placectl: error: placed went away during the watch"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("h2"), "{stderr}");
+}
+
+#[test]
+fn connection_options_are_taken_before_and_after_the_command() {
+    if host().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = TestDaemon::start(dir.path(), &Setup::default());
+    let socket = d.socket.display().to_string();
+    // No PLACED_SOCKET: only the flag says where the daemon is.
+    let before =
+        crate::util::placectl(["--socket", &socket, "--timeout", "60s", "status", "--json"]).ok();
+    assert_eq!(before.json()["schema"], "placed.status/v1", "{before:?}");
+    let after = crate::util::placectl(["status", "--socket", &socket, "--json"]).ok();
+    assert_eq!(after.json()["schema"], "placed.status/v1", "{after:?}");
+    // Both: the one after the command's name wins.
+    crate::util::placectl([
+        "--socket",
+        "/nonexistent/placed.sock",
+        "status",
+        "--socket",
+        &socket,
+    ])
+    .ok();
+    crate::util::placectl([
+        "--socket",
+        &socket,
+        "status",
+        "--socket",
+        "/nonexistent/placed.sock",
+    ])
+    .fails_with(Exit::Unavailable, "/nonexistent/placed.sock");
 }
 
 #[test]

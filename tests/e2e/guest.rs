@@ -9,9 +9,6 @@
 //! Skips with the reason where numa-vm, QEMU, root or `placed-train` is missing. Timings in
 //! the guest (software emulation) say nothing about real hardware.
 
-use std::path::Path;
-use std::process::Command;
-
 use crate::guest_support;
 
 /// What the guest's topology lets the model do for a container of 2 vCPUs.
@@ -128,33 +125,11 @@ fn debian_package_installed_run_and_removed_in_a_guest() {
         return;
     };
     let workspace = guest_support::workspace();
-    let placed = Path::new(env!("CARGO_BIN_EXE_placed"));
-    // The same profile directory holds the other two, once brought up to date.
-    let bin_dir = placed.parent().expect("placed lives in a target directory");
-    for other in ["placectl", "placed-train"] {
-        assert_eq!(crate::bins::bin(other).parent(), Some(bin_dir));
-    }
     // Beside the binaries: the guest sees the host's root (read-only), so any host path works.
-    let out_dir = bin_dir.join("guest-package");
+    let out_dir = crate::package::bin_dir().join("guest-package");
     let started = std::time::Instant::now();
-    let built = Command::new(workspace.join("scripts/package-deb"))
-        .current_dir(&workspace)
-        .env("PLACED_BIN_DIR", bin_dir)
-        .env("PLACED_DEB_OUT", &out_dir)
-        .env("PLACED_DEB_COMPRESSION", "none")
-        .output()
-        .expect("scripts/package-deb runs");
-    assert!(
-        built.status.success(),
-        "scripts/package-deb failed: {}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-    let deb = String::from_utf8_lossy(&built.stdout)
-        .lines()
-        .last()
-        .map(str::to_owned)
-        .expect("package-deb names the package");
-    println!("package {deb} built in {:?}", started.elapsed());
+    let deb = crate::package::build(&out_dir);
+    println!("package {} built in {:?}", deb.display(), started.elapsed());
 
     let started = std::time::Instant::now();
     let out = guest_support::Guest::new(&vm, &workspace)

@@ -19,6 +19,7 @@ mod guest_support;
 mod memory;
 mod offline;
 mod ops;
+mod package;
 #[path = "../support/pki.rs"]
 mod pki;
 mod python;

@@ -28,8 +28,14 @@ fn profile_dir() -> PathBuf {
 }
 
 /// The path of binary `name`, brought up to date first: once per test process and binary,
-/// `cargo build` of its package (a no-op when `cargo test --workspace` has just built it),
-/// so that `cargo test -p` of one package never runs another package's stale binary.
+/// `cargo build` of its package, so that `cargo test -p` of one package never runs another
+/// package's stale binary.
+///
+/// Not under scripts/test, which builds every binary with the tests beforehand and says so
+/// with `PLACED_BINS_BUILT`: `cargo build -p <package>` resolves features for that package
+/// alone, not as `cargo test --workspace` does (over every package and the
+/// dev-dependencies: tokio's `test-util`, placed-host's `fake`, ...), so it rebuilt most
+/// of the dependency tree in the middle of the suite, once for each package.
 pub fn bin(name: &str) -> PathBuf {
     static BUILT: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let path = profile_dir().join(name);
@@ -42,9 +48,11 @@ pub fn bin(name: &str) -> PathBuf {
         .find(|(b, _)| *b == name)
         .map(|(_, p)| *p)
         .unwrap_or_else(|| panic!("{name} is not a binary of this workspace"));
-    // Inside the numa-vm guest the workspace is read-only for cargo's purposes: use what
-    // the host built.
-    if std::env::var_os("PLACED_IN_GUEST").is_none() {
+    // Inside the numa-vm guest the workspace is read-only for cargo's purposes, and under
+    // scripts/test the binaries were built with the tests: use what is there.
+    let built_before = std::env::var_os("PLACED_IN_GUEST").is_some()
+        || std::env::var_os("PLACED_BINS_BUILT").is_some() && path.exists();
+    if !built_before {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let mut cmd = Command::new(cargo);
         cmd.args(["build", "--quiet", "-p", package, "--bin", name]);

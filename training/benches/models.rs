@@ -15,6 +15,7 @@ use placed_core::machine::{Machine, TopologySource};
 use placed_core::placement::important_placements;
 use placed_models::forest::ForestParams;
 use placed_models::{Dataset, Model, Observation, TrainOptions, fit, linfa_dataset};
+use placed_training::save::Save as _;
 use placed_training::simulate::{SimMachine, SimulationOptions, simulate};
 
 /// Invented: 2 packages x 2 NUMA nodes x 2 L3 x 4 cores x SMT2. For v = 8 the machine model

@@ -1,18 +1,31 @@
 //! `placed-train`'s exit code for an error: the table shared by the three binaries
-//! (`placed_core::exit`), chosen from the error's type, never from its text.
+//! (`placed_core::exit`), chosen from the error's type, never from its text. The one
+//! mapping of the binary: [`exit_of`].
 
 use std::error::Error;
 
 use placed_core::exit::Exit;
 
 use crate::calibrate::CalibrateError;
+use crate::cli::CliError;
 use crate::collect::CollectError;
 use crate::collect::data_file::DataFileError;
 use crate::pipeline::PipelineError;
 use crate::policies::ReplayError;
 
-/// The exit code of an error, from the first error in its chain whose type says.
-pub fn exit_of(err: &(dyn Error + 'static)) -> Exit {
+/// The exit code of a failed command.
+pub fn exit_of(err: &CliError) -> Exit {
+    match err {
+        CliError::Usage(_) => Exit::BadInput,
+        // The same command again measures what was skipped (docs/training.md), as for
+        // `train` (PipelineError::Incomplete).
+        CliError::Incomplete { .. } => Exit::Unavailable,
+        CliError::Failed(cause) | CliError::Step { source: cause, .. } => of_error(cause.as_ref()),
+    }
+}
+
+/// The exit code of a library's error, from the first error in its chain whose type says.
+pub fn of_error(err: &(dyn Error + 'static)) -> Exit {
     placed_core::exit::from_chain(err, known)
 }
 
@@ -87,6 +100,9 @@ fn known(e: &(dyn Error + 'static)) -> Option<Exit> {
     if let Some(d) = e.downcast_ref::<placed_models::data::DataError>() {
         return data(d);
     }
+    if let Some(m) = e.downcast_ref::<placed_models::ModelFileError>() {
+        return model_file(m);
+    }
     e.downcast_ref::<std::io::Error>().map(io)
 }
 
@@ -114,9 +130,28 @@ fn data(d: &placed_models::data::DataError) -> Option<Exit> {
     }
 }
 
+fn model_file(m: &placed_models::ModelFileError) -> Option<Exit> {
+    use placed_models::ModelFileError as M;
+    match m {
+        M::Io { source, .. } => Some(io(source)),
+        // Not a model this build reads, or a damaged one: the file given is wrong.
+        M::Truncated { .. }
+        | M::Corrupt { .. }
+        | M::NotAModel { .. }
+        | M::UnsupportedVersion { .. }
+        | M::ChecksumMismatch { .. }
+        | M::Inconsistent { .. }
+        | M::WrongMachine { .. }
+        | M::WrongV { .. } => Some(Exit::BadInput),
+        M::Encode { .. } => None,
+    }
+}
+
 fn io(e: &std::io::Error) -> Exit {
     match e.kind() {
         std::io::ErrorKind::NotFound => Exit::NotFound,
+        // What a text file that is not UTF-8 reads as: a malformed file, like any other.
+        std::io::ErrorKind::InvalidData => Exit::BadInput,
         std::io::ErrorKind::PermissionDenied => Exit::Refused,
         _ => Exit::Failed,
     }
@@ -132,8 +167,8 @@ mod tests {
             path: "data.jsonl".into(),
             what: "v = 1 instead of 2".into(),
         });
-        assert_eq!(exit_of(&mismatch), Exit::BadInput);
-        assert_eq!(exit_of(&PipelineError::Collect(mismatch)), Exit::BadInput);
+        assert_eq!(of_error(&mismatch), Exit::BadInput);
+        assert_eq!(of_error(&PipelineError::Collect(mismatch)), Exit::BadInput);
     }
 
     #[test]
@@ -142,9 +177,9 @@ mod tests {
             path: "absent.jsonl".into(),
             source: std::io::Error::from(std::io::ErrorKind::NotFound),
         };
-        assert_eq!(exit_of(&missing), Exit::NotFound);
+        assert_eq!(of_error(&missing), Exit::NotFound);
         let stopped = CollectError::Interrupted { signal: 2 };
-        assert_eq!(exit_of(&stopped).code(), 130);
+        assert_eq!(of_error(&stopped).code(), 130);
     }
 
     #[test]
@@ -154,12 +189,38 @@ mod tests {
                 v: 4,
                 source: PipelineError::Collect(CollectError::Interrupted { signal: 2 }),
             }));
-        assert_eq!(exit_of(&stopped).code(), 130);
+        assert_eq!(of_error(&stopped).code(), 130);
         assert!(
             placed_core::text::error_line(&stopped).starts_with("collecting the data for v = 4: "),
             "{}",
             placed_core::text::error_line(&stopped)
         );
+    }
+
+    #[test]
+    fn a_command_error_has_its_own_code_or_its_cause_s() {
+        assert_eq!(
+            exit_of(&CliError::Usage("--seconds".into())),
+            Exit::BadInput
+        );
+        assert_eq!(
+            exit_of(&CliError::Incomplete { skipped: 1 }),
+            Exit::Unavailable
+        );
+        let missing = || placed_models::data::DataError::Io {
+            path: "absent.jsonl".into(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        };
+        assert_eq!(exit_of(&CliError::from(missing())), Exit::NotFound);
+        // Said after what the command was doing, the cause still decides.
+        assert_eq!(
+            exit_of(&CliError::step("fitting the model", missing())),
+            Exit::NotFound
+        );
+        let corrupt = placed_models::ModelFileError::Truncated {
+            path: "m.json".into(),
+        };
+        assert_eq!(exit_of(&CliError::from(corrupt)), Exit::BadInput);
     }
 
     #[test]
@@ -170,7 +231,7 @@ mod tests {
                 value: 0.0,
             }],
         };
-        assert_eq!(exit_of(&refused), Exit::Refused);
+        assert_eq!(of_error(&refused), Exit::Refused);
         assert!(
             refused.to_string().contains("node 0: 0 is not a bandwidth"),
             "{refused}"

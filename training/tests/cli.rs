@@ -717,3 +717,36 @@ fn train_of_several_sizes_refuses_before_collecting() {
         "{zero:?}"
     );
 }
+
+#[test]
+fn a_data_file_that_is_not_utf8_exits_2_naming_it_and_where() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    simulate(dir.path(), TOPOLOGY, "4", "0.01");
+    // One byte of the data made Latin-1 ("é" as 0xe9), as an editor in another encoding
+    // would write it.
+    let mut bytes = std::fs::read(dir.path().join("data.jsonl")).expect("simulated");
+    let second_line = bytes
+        .iter()
+        .position(|&b| b == b'\n')
+        .expect("a header line")
+        + 1;
+    bytes[second_line + 1] = 0xe9;
+    std::fs::write(dir.path().join("latin1.jsonl"), &bytes).expect("writable");
+    for args in [
+        &["evaluate", "--data", "latin1.jsonl"][..],
+        &["fit", "--data", "latin1.jsonl", "--out", "m.json"],
+    ] {
+        let out = placed_train(args, dir.path());
+        // Malformed, like any other bad data file (it was 6, a failure, before).
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+        assert!(
+            err.contains(&format!(
+                "latin1.jsonl:2: not UTF-8 text (invalid byte at offset {}",
+                second_line + 1
+            )),
+            "{err}"
+        );
+    }
+}

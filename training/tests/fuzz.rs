@@ -3,8 +3,7 @@
 //! back after a crash, a full disk or a hand edit. Bounded and seeded for CI; see
 //! docs/testing.md for the long mode.
 
-#[path = "../../tests/support/fuzz.rs"]
-mod fuzz;
+use crate::harness as fuzz;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -8,7 +8,7 @@
 // Test helpers fail the test on anything unexpected, as the tests themselves do.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 

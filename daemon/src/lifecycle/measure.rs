@@ -88,11 +88,7 @@ impl MetricSlot {
             .filter(|c| !c.is_empty())
             .unwrap_or_else(|| usable.clone());
         source.count_on(&count_on);
-        let probe = core
-            .node
-            .host
-            .kernel()
-            .noise_probe(NoiseTarget::Cgroup(dir), cpus);
+        let probe = core.node.host.noise_probe(NoiseTarget::Cgroup(dir), cpus);
         let protocol = core
             .settings
             .config()

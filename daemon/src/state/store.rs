@@ -226,7 +226,7 @@ impl StateStore {
         }
         // The records hold every container's metric source (URLs, command lines): root's
         // alone, like the directory.
-        placed_models::atomic_file::write_with_mode(
+        placed_host::atomic_file::write_with_mode(
             &self.path,
             &[&header, b"\n", &payload],
             FILE_MODE,
@@ -241,7 +241,7 @@ impl StateStore {
     /// write.
     pub fn lock(&self) -> Result<super::lock::StateLock, StateError> {
         let lock = super::lock::acquire(&self.path)?;
-        match placed_models::atomic_file::remove_stale(&self.path) {
+        match placed_host::atomic_file::remove_stale(&self.path) {
             Ok(removed) if !removed.is_empty() => tracing::info!(
                 count = removed.len(),
                 "removed temporary state files left by writes that were interrupted"

@@ -30,7 +30,7 @@ use placed_core::placement::{PlacementSet, important_placements};
 use placed_core::policy::Policy;
 use placed_core::reconcile::OnOverride;
 use placed_host::cgroup::{CgroupPath, Version};
-use placed_host::kernel::fake::FakeKernel;
+use placed_host::fake::FakeKernel;
 use placed_host::migrate::HoldPoint;
 use placed_host::observe::SourceSpec;
 use placed_models::data::{
@@ -217,7 +217,8 @@ impl Scenario {
         match trained.get(&v) {
             Some(bytes) => std::fs::write(&path, bytes).unwrap(),
             None => {
-                model(&self.machine, v).save(&path).unwrap();
+                let text = model(&self.machine, v).file_text().unwrap();
+                std::fs::write(&path, text).unwrap();
                 trained.insert(v, std::fs::read(&path).unwrap());
             }
         }
@@ -235,7 +236,7 @@ impl Scenario {
             .daemon
             .model_dir
             .join(format!("{}-sizes.json", self.machine.fingerprint()));
-        model.save(&path).unwrap();
+        std::fs::write(&path, model.file_text().unwrap()).unwrap();
         self
     }
 

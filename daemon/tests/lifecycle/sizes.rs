@@ -66,7 +66,7 @@ async fn a_size_without_its_own_model_is_predicted_across_sizes_until_it_has_one
     // A model of its own for v = 4, installed while the daemon runs.
     let own = model(&d.machine, 4);
     let path = d.model_dir().join("own-v4.json");
-    own.save(&path).unwrap();
+    std::fs::write(&path, own.file_text().unwrap()).unwrap();
     let per_size = evaluated(&mut d, 0.8).await;
     assert_eq!(per_size.model_id, own.id());
     assert!(

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::Version;
-use super::fs::{IoError, errno_name};
 use super::path::{BadPath, CgroupPath};
+use crate::kernel::fs::{IoError, errno_name};
 use placed_core::cpuset::ParseIdSetError;
 use placed_core::fault::Fault;
 

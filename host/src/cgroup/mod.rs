@@ -1,7 +1,6 @@
 //! cgroup cpusets, v1 and v2, behind one small interface rooted at a path.
 //!
-//! - [`Cgroups::from_mounts`] (through [`crate::kernel::Kernel::cgroups`]) finds the
-//!   hierarchy that holds the cpuset controller in the mount table: a v1 cpuset mount (pure
+//! - [`Cgroups::of`] (or [`Cgroups::from_mounts`]) finds the hierarchy that holds the cpuset controller in the mount table: a v1 cpuset mount (pure
 //!   v1 and hybrid hosts, with the v1 freezer beside it), else the cgroup2 mount if it offers
 //!   cpuset (pure v2).
 //! - [`Backend`] is what the rest of placed uses: read a cgroup's sets and tasks, write its
@@ -11,13 +10,13 @@
 //!   [`Cgroups::freeze`] returns a guard that thaws on every path, and
 //!   [`Cgroups::thaw_all`] thaws what this hierarchy's live guards hold.
 //! - [`quota`]: the cpu controller's quota as vCPUs, and where perf counters attach.
-//! - [`fs`]: the read and write helpers every kernel file goes through; [`mountinfo`]: the
-//!   mount table's parser.
+//!
+//! Built on [`crate::kernel`], whose read and write helpers ([`fs`]) every control file goes
+//! through and whose mount table ([`mountinfo`]) says where the hierarchies are; both are
+//! re-exported here under their former paths.
 
 mod error;
 pub mod freeze;
-pub mod fs;
-pub mod mountinfo;
 mod path;
 pub mod plan;
 pub mod quota;
@@ -33,14 +32,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use crate::kernel::fs::{Fs, IoError, RealFs};
+pub use crate::kernel::mountinfo::Mounts;
+pub use crate::kernel::{fs, mountinfo};
 pub use error::{Error, fault_of_errno};
 pub use freeze::Frozen;
-pub use fs::{Fs, IoError, RealFs};
-pub use mountinfo::Mounts;
 pub use path::{BadPath, CgroupPath};
 pub use v1::V1;
 pub use v2::V2;
 
+use crate::kernel::Kernel;
 use placed_core::cpuset::{CpuSet, IdSet, NodeSet};
 
 /// Most cgroups below one container that placed will walk; more is a runaway tree.
@@ -123,12 +124,16 @@ pub struct Cgroups {
 
 impl Cgroups {
     /// Finds the cpuset hierarchy of this host from `/proc/self/mountinfo`, for callers
-    /// that hold no [`crate::kernel::Kernel`] (the training collector). The daemon and
-    /// placectl build one kernel at start and take the hierarchy from it.
+    /// that hold no [`Kernel`] (the training collector). The daemon and placectl build one
+    /// kernel at start and take the hierarchy from it ([`Cgroups::of`]).
     pub fn detect() -> Result<Self, Error> {
-        crate::kernel::Kernel::host()
-            .map_err(|e| Error::Kernel(Box::new(e)))?
-            .cgroups()
+        Self::of(&Kernel::host().map_err(|e| Error::Kernel(Box::new(e)))?)
+    }
+
+    /// The hierarchy of `kernel`'s mount table that holds the cpuset controller (see
+    /// [`Cgroups::from_mounts`]).
+    pub fn of(kernel: &Kernel) -> Result<Self, Error> {
+        Self::from_mounts(kernel.mounts(), kernel.fs().clone())
     }
 
     fn with_backend(backend: Arc<dyn Backend>) -> Self {

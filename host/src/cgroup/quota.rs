@@ -7,7 +7,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::{CgroupPath, Fs, Mounts, fs};
+use super::CgroupPath;
+use crate::kernel::Kernel;
+use crate::kernel::fs::{self, Fs};
+use crate::kernel::mountinfo::Mounts;
 
 /// Where the cpu and perf_event controllers are mounted, from the mount table read once.
 #[derive(Debug, Clone)]
@@ -20,6 +23,11 @@ pub struct Controllers {
 }
 
 impl Controllers {
+    /// The controllers of `kernel`'s mount table.
+    pub fn of(kernel: &Kernel) -> Self {
+        Self::from_mounts(kernel.mounts(), kernel.fs().clone())
+    }
+
     pub fn from_mounts(mounts: &Mounts, fs: Arc<dyn Fs>) -> Self {
         let cpu = mounts
             .v1("cpu")
@@ -87,7 +95,7 @@ fn vcpus(quota: u64, period: u64) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::fake::FakeKernel;
+    use crate::fake::FakeKernel;
 
     #[test]
     fn quotas_round_up_and_unlimited_is_none() {
@@ -112,7 +120,7 @@ mod tests {
             k.cgroup("/c", "0-3", "0");
             k.cgroup("/free", "0-3", "0");
             k.set_cpu_quota("/c", 250_000, 100_000);
-            let c = k.kernel().controllers();
+            let c = Controllers::of(&k.kernel());
             let cg = |s: &str| CgroupPath::parse(s).unwrap();
             assert_eq!(c.vcpus(&cg("/c")), Some(3), "{:?}", k.version);
             assert_eq!(c.vcpus(&cg("/free")), None, "{:?}: unlimited", k.version);

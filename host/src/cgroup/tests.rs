@@ -1,4 +1,4 @@
-//! Error paths of both backends on the fake kernel (`crate::kernel::fake`); the real kernel
+//! Error paths of both backends on the fake kernel (`crate::fake`); the real kernel
 //! is exercised by `host/tests/enact`.
 
 use std::sync::Arc;
@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::plan::{self, Change, Sets};
 use super::*;
-use crate::kernel::fake::FakeKernel;
+use crate::fake::FakeKernel;
 use placed_core::fault::Fault;
 
 fn cg(s: &str) -> CgroupPath {

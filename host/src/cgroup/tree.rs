@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::error::{Error, explain};
-use super::fs::{self, Fs, IoError, Op};
 use super::{CgroupPath, Version};
+use crate::kernel::fs::{self, Fs, IoError, Op};
 use placed_core::cpuset::IdSet;
 
 /// A hierarchy: its mount point, its version and the file system it lives on.

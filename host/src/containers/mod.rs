@@ -3,8 +3,8 @@
 //!
 //! [`Discovery::resolve`] takes what a user typed (see [`Reference`] for the syntax) and
 //! [`Discovery::list`] walks the cpuset hierarchy. Cgroup paths are recognised by the
-//! conventions of each runtime and driver ([`patterns`]); names that are not in the path
-//! (Docker and podman names) come from the engine's API ([`engine`]), and the engine's
+//! conventions of each runtime and driver (`patterns`); names that are not in the path
+//! (Docker and podman names) come from the engine's API (`engine`), and the engine's
 //! main pid's `/proc/<pid>/cgroup` gives the exact cgroup whatever the driver.
 //!
 //! Nothing typed becomes a path directly: a [`Reference`] holds only validated names, the
@@ -24,8 +24,9 @@ pub use patterns::{Classified, classify};
 pub use protected::{DENIED_UNITS, protected};
 pub use reference::{BadReference, MIN_ID_PREFIX, Reference};
 
-use crate::cgroup::{self, CgroupPath, Cgroups, IoError, Version};
+use crate::cgroup::{self, CgroupPath, Cgroups, Version};
 use crate::kernel::Files;
+use crate::kernel::fs::IoError;
 use placed_core::fault::Fault;
 
 /// The kind of container, by who made its cgroup.

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use super::engine::tests::fake_engine;
 use super::*;
-use crate::kernel::fake::FakeKernel;
+use crate::fake::FakeKernel;
 
 const A: &str = "aaaa1111bbbb2222cccc3333dddd4444eeee5555ffff6666aaaa7777bbbb8888";
 const B: &str = "aaaa2222bbbb2222cccc3333dddd4444eeee5555ffff6666aaaa7777bbbb9999";

@@ -9,8 +9,9 @@ use super::host::all_procs;
 use super::verify::{TaskCheck, check_tasks};
 use super::{ApplyOptions, ApplyReport, Error, Host, Rollback};
 use crate::cgroup::plan::{self, Change, Sets};
-use crate::cgroup::{self, CgroupPath, CpusetState, IoError, Version};
+use crate::cgroup::{self, CgroupPath, CpusetState, Version};
 use crate::containers::Container;
+use crate::kernel::fs::{IoError, Op};
 use crate::migrate::{self, MigrationReport, Mode, MoveOptions, NodeBytes};
 use placed_core::cpuset::{CpuSet, NodeSet};
 
@@ -223,7 +224,7 @@ impl Host {
             return Err(cgroup::Error::Vanished {
                 path: cg.under(self.cgroups.root()),
                 source: Box::new(IoError {
-                    op: cgroup::fs::Op::Read,
+                    op: Op::Read,
                     path: cg.under(self.cgroups.root()),
                     value: None,
                     source: std::io::Error::from_raw_os_error(libc::ENOENT),

@@ -1,7 +1,7 @@
 //! [`Host`]: one host's kernel files, cgroups, containers and `/proc`, built from one
 //! [`Kernel`], and what it reads for its callers: containers, online CPUs and nodes, a
-//! container's state, its CPU quota and perf directory, and the inputs of the move-or-stay
-//! rule (resident memory per node).
+//! container's state, its CPU quota and perf directory, the inputs of the move-or-stay
+//! rule (resident memory per node), and a noise probe for its measurements.
 
 use std::path::PathBuf;
 
@@ -12,6 +12,7 @@ use crate::cgroup::{self, CgroupPath, Cgroups, CpusetState};
 use crate::containers::{Container, Discovery, Engine};
 use crate::kernel::Kernel;
 use crate::migrate::{NodeBytes, Proc};
+use crate::observe::{ProcProbe, Target};
 use placed_core::cpuset::{CpuSet, IdSet, NodeSet};
 
 /// One host: its kernel files, cpuset hierarchy, containers and `/proc`. Cheap to clone;
@@ -35,11 +36,11 @@ impl Host {
     /// A host on `kernel` (this host's, or a fake one), asking `engines` for container
     /// names.
     pub fn new(kernel: Kernel, engines: Vec<Engine>) -> Result<Self, Error> {
-        let cgroups = kernel.cgroups()?;
+        let cgroups = Cgroups::of(&kernel)?;
         Ok(Self {
             discovery: Discovery::new(cgroups.clone(), kernel.files().clone(), engines),
-            proc: kernel.proc(),
-            controllers: kernel.controllers(),
+            proc: Proc::new(kernel.files().clone()),
+            controllers: Controllers::of(&kernel),
             cgroups,
             kernel,
         })
@@ -55,6 +56,12 @@ impl Host {
 
     pub fn proc(&self) -> &Proc {
         &self.proc
+    }
+
+    /// A noise probe of `target` on the PUs `cpus` (all online PUs when `None`), reading
+    /// this host's `/proc` and `/sys`.
+    pub fn noise_probe(&self, target: Target, cpus: Option<CpuSet>) -> ProcProbe {
+        ProcProbe::on(self.kernel.files(), target, cpus)
     }
 
     /// The container that `reference` names (see [`crate::containers::Reference`]).

@@ -56,9 +56,10 @@ pub use host::Host;
 pub use verify::{TaskCheck, check_tasks, parse_status};
 
 use crate::cgroup::plan::Sets;
-use crate::cgroup::{self, CgroupPath, CpusetState, IoError, Version};
+use crate::cgroup::{self, CgroupPath, CpusetState, Version};
 use crate::containers::{self, Container};
 use crate::kernel::KernelError;
+use crate::kernel::fs::IoError;
 use crate::migrate::{self, MigrationReport, MoveOptions, NodeBytes};
 use placed_core::cpuset::{CpuSet, NodeSet};
 use placed_core::fault::Fault;

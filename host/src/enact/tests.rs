@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicBool;
 
 use super::*;
 use crate::containers::Runtime;
-use crate::kernel::fake::FakeKernel;
+use crate::fake::FakeKernel;
 use crate::migrate::Mode;
 
 struct Fake {

@@ -23,7 +23,7 @@ pub struct TaskCheck {
     pub checked: usize,
     /// Tasks that exited before we read them (not a failure).
     pub gone: usize,
-    /// One line per disagreeing task (at most [`MAX_PROBLEMS`]).
+    /// One line per disagreeing task (at most `MAX_PROBLEMS`).
     pub problems: Vec<String>,
     /// How many disagreed in all.
     pub bad: usize,

@@ -1,32 +1,32 @@
 //! The kernel's files: `/proc`, `/sys` and the cgroup mounts, found once and read through
-//! one [`Fs`].
+//! one [`Fs`]. The ground floor of placed-host: it imports nothing else of the crate, and
+//! every other module builds on it.
 //!
 //! [`Files`] says where `/proc` and `/sys` are and reads them: every read of a kernel file in
 //! placed-host goes through its helpers (or, for cgroup control files, through the same
 //! [`Fs`] inside the cgroup backends), so an error names the path, and a test puts a fake tree
 //! behind all of them at once. [`Kernel`] adds the mount table, read from
-//! `<proc>/self/mountinfo` and parsed once when it is built; the cpuset hierarchy
-//! ([`Kernel::cgroups`]), the cpu and perf_event controllers ([`Kernel::controllers`]),
-//! `/proc`'s memory maps ([`Kernel::proc`]) and the noise probe ([`Kernel::noise_probe`]) all
-//! come from it. [`Kernel::host`] is this host: build it once at start and pass it on
-//! ([`crate::enact::Host::new`] takes one).
+//! `<proc>/self/mountinfo` and parsed once when it is built; the floors above build their
+//! views from it: the cpuset hierarchy (`cgroup::Cgroups::of`), the cpu and perf_event
+//! controllers (`cgroup::quota::Controllers::of`), `/proc`'s memory maps
+//! (`migrate::Proc::of`) and the noise probe (`observe::ProcProbe::of`). [`Kernel::host`] is
+//! this host: build it once at start and pass it on (`enact::Host::new` takes one).
 //!
-//! With the `fake` feature (and in this crate's tests), `kernel::fake` is a whole fake host
-//! behind the same types: cgroup tree, `/proc`, `/sys` and mountinfo in a temporary
-//! directory.
+//! - [`fs`]: the read and write helpers every kernel file goes through, and the errors
+//!   that name its path.
+//! - [`mountinfo`]: the mount table's parser.
+//!
+//! The `fake` feature's whole fake host (`crate::fake`) sits on top of the crate, since it
+//! builds hierarchies and hosts too.
 
-#[cfg(any(test, feature = "fake"))]
-pub mod fake;
+pub mod fs;
+pub mod mountinfo;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::cgroup::fs::{self, Op};
-use crate::cgroup::quota::Controllers;
-use crate::cgroup::{self, Cgroups, Fs, IoError, Mounts, RealFs};
-use crate::migrate::Proc;
-use crate::observe::{ProcProbe, Target};
-use placed_core::cpuset::CpuSet;
+use self::fs::{Fs, IoError, Op, RealFs};
+use self::mountinfo::{MountinfoError, Mounts};
 
 /// Where `/proc` and `/sys` are, and the [`Fs`] that reads them. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -125,7 +125,7 @@ pub enum KernelError {
     Parse {
         path: PathBuf,
         #[source]
-        source: cgroup::mountinfo::MountinfoError,
+        source: MountinfoError,
     },
 }
 
@@ -175,26 +175,6 @@ impl Kernel {
 
     pub fn mounts(&self) -> &Mounts {
         &self.mounts
-    }
-
-    /// The hierarchy that holds the cpuset controller (see [`Cgroups::from_mounts`]).
-    pub fn cgroups(&self) -> Result<Cgroups, cgroup::Error> {
-        Cgroups::from_mounts(&self.mounts, self.fs().clone())
-    }
-
-    /// The cpu and perf_event controllers: CPU quotas, where perf counters attach.
-    pub fn controllers(&self) -> Controllers {
-        Controllers::from_mounts(&self.mounts, self.fs().clone())
-    }
-
-    /// `/proc`'s memory maps.
-    pub fn proc(&self) -> Proc {
-        Proc::new(self.files.clone())
-    }
-
-    /// A noise probe of `target` on the PUs `cpus` (all online PUs when `None`).
-    pub fn noise_probe(&self, target: Target, cpus: Option<CpuSet>) -> ProcProbe {
-        ProcProbe::on(&self.files, target, cpus)
     }
 }
 

@@ -1,7 +1,7 @@
 //! The kernel layer on the fake host and on this host.
 
 use super::*;
-use crate::kernel::fake::FakeKernel;
+use crate::fake::FakeKernel;
 
 /// Everything built from one kernel uses the mount table read when it was built: with
 /// every later read of mountinfo failing, the hierarchy, the controllers and a whole host
@@ -14,10 +14,10 @@ fn mountinfo_is_read_once_when_the_kernel_is_built() {
     ] {
         let kernel = k.kernel();
         k.inject_read_after("self/mountinfo", libc::EIO, 0);
-        let cgroups = kernel.cgroups().unwrap();
+        let cgroups = crate::cgroup::Cgroups::of(&kernel).unwrap();
         assert_eq!(cgroups.version(), k.version);
         assert_eq!(cgroups.root(), k.cpuset_root());
-        let _ = kernel.controllers();
+        let _ = crate::cgroup::quota::Controllers::of(&kernel);
         let host = crate::enact::Host::new(kernel.clone(), Vec::new()).unwrap();
         assert_eq!(host.cgroups().root(), k.cpuset_root());
         assert_eq!(kernel.mountinfo(), k.proc_root().join("self/mountinfo"));

@@ -26,8 +26,9 @@ pub use hold::{HOLD_ENV, HoldPoint};
 pub use mover::{MoveOptions, MoveStats, destination, move_memory};
 pub use numa_maps::{NodeBytes, Vma};
 
-use crate::cgroup::{self, IoError};
+use crate::cgroup;
 use crate::kernel::Files;
+use crate::kernel::fs::IoError;
 use placed_core::fault::Fault;
 
 /// The three ways memory can follow a cpuset change, by name: the one spelling of the
@@ -384,7 +385,7 @@ mod tests {
         write(6, "Name:\tkthreadd\n");
         write(7, "Name:\tx\nVmRSS:\tlots\n");
         let p = Proc::new(Files::new(
-            std::sync::Arc::new(cgroup::RealFs),
+            std::sync::Arc::new(crate::kernel::fs::RealFs),
             dir.path().to_owned(),
             dir.path().to_owned(),
         ));

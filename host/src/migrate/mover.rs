@@ -347,7 +347,7 @@ fn run(items: &[Item], to: &NodeSet, opts: &MoveOptions, shared: &Shared, cancel
 }
 
 fn errno_key(errno: i32) -> String {
-    crate::cgroup::fs::errno_name(&std::io::Error::from_raw_os_error(errno.abs()))
+    crate::kernel::fs::errno_name(&std::io::Error::from_raw_os_error(errno.abs()))
 }
 
 fn move_range(pid: u32, start: u64, pages: usize, page_size: u64, to: &NodeSet, shared: &Shared) {
@@ -501,7 +501,7 @@ mod tests {
         )
         .unwrap();
         let proc = Proc::new(crate::kernel::Files::new(
-            std::sync::Arc::new(cgroup::RealFs),
+            std::sync::Arc::new(crate::kernel::fs::RealFs),
             proc_dir.path().to_owned(),
             proc_dir.path().to_owned(),
         ));

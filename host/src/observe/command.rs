@@ -258,6 +258,12 @@ pub(super) fn spawn(
         })
 }
 
+impl From<CommandError> for SourceError {
+    fn from(e: CommandError) -> Self {
+        Self::failed(e)
+    }
+}
+
 impl MetricSource for CommandSource {
     fn describe(&self) -> String {
         clip(&format!("command {}", self.config.argv.join(" ")))
@@ -432,12 +438,12 @@ mod tests {
         let script = format!("sleep 99 & echo $! > {}; echo 5", pidfile.display());
         let err = source(&script, 500).run().await.unwrap_err();
         assert!(matches!(err, CommandError::TimedOut { .. }), "{err:?}");
-        let pid: i32 = std::fs::read_to_string(&pidfile)
+        let pid: u32 = std::fs::read_to_string(&pidfile)
             .unwrap()
             .trim()
             .parse()
             .unwrap();
-        assert_gone(pid);
+        crate::observe::testing::assert_gone(pid);
     }
 
     #[tokio::test]
@@ -449,36 +455,12 @@ mod tests {
         let script = format!("sleep 300 & echo $! > {}; wait", pidfile.display());
         let err = source(&script, 1_000).run().await.unwrap_err();
         assert!(matches!(err, CommandError::TimedOut { .. }), "{err:?}");
-        let pid: i32 = std::fs::read_to_string(&pidfile)
+        let pid: u32 = std::fs::read_to_string(&pidfile)
             .unwrap()
             .trim()
             .parse()
             .unwrap();
-        assert_gone(pid);
-    }
-
-    /// Waits (boundedly) until `pid` no longer runs: SIGKILL is delivered asynchronously,
-    /// and the dead grandchild may linger as a zombie until init reaps it.
-    fn assert_gone(pid: i32) {
-        let files = crate::kernel::Files::host();
-        let pid = u32::try_from(pid).unwrap();
-        let state = || {
-            files.task(pid, "stat").unwrap().and_then(|s| {
-                s.rsplit_once(") ")
-                    .and_then(|(_, rest)| rest.chars().next())
-            })
-        };
-        for _ in 0..250 {
-            if matches!(state(), None | Some('Z' | 'X')) {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let state = state();
-        assert!(
-            matches!(state, None | Some('Z' | 'X')),
-            "sleep {pid} still runs: {state:?}"
-        );
+        crate::observe::testing::assert_gone(pid);
     }
 
     /// The daemon is root and the command comes from an API caller: it must run as the

@@ -637,11 +637,9 @@ mod tests {
             .unwrap_err();
         assert!(
             matches!(
-                err,
-                ObserveError::Source {
-                    window: 0,
-                    source: SourceError::Pushed(pushed::PushedError::Closed { .. })
-                }
+                &err,
+                ObserveError::Source { window: 0, source }
+                    if matches!(source.failure(), Some(pushed::PushedError::Closed { .. }))
             ),
             "{err:?}"
         );

@@ -249,6 +249,12 @@ impl std::fmt::Debug for PushedSource {
     }
 }
 
+impl From<PushedError> for SourceError {
+    fn from(e: PushedError) -> Self {
+        Self::failed(e)
+    }
+}
+
 impl MetricSource for PushedSource {
     fn describe(&self) -> String {
         format!("pushed {}", self.shared.name)
@@ -300,10 +306,11 @@ mod tests {
         reporter.report(5.0).unwrap();
         drop(reporter);
         assert_eq!(source.poll().await.unwrap().len(), 1);
-        assert!(matches!(
-            source.poll().await,
-            Err(SourceError::Pushed(PushedError::Closed { .. }))
-        ));
+        let err = source.poll().await.unwrap_err();
+        assert!(
+            matches!(err.failure(), Some(PushedError::Closed { .. })),
+            "{err:?}"
+        );
     }
 
     #[tokio::test(start_paused = true)]

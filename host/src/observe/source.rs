@@ -11,14 +11,6 @@ use std::future::Future;
 
 use tokio::time::Instant;
 
-use std::sync::Arc;
-
-use super::command::CommandError;
-use super::pattern::PatternError;
-use super::perf::PerfError;
-use super::prometheus::PrometheusError;
-use super::pushed::PushedError;
-
 /// How a source's readings become a sub-window's value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -70,7 +62,7 @@ impl Reading {
 ///
 /// Futures are `Send` so that a source can live in the daemon's per-container task; the
 /// training collector, which is synchronous, drives the same sources through
-/// [`super::measure_blocking`].
+/// [`super::block_on`].
 pub trait MetricSource: Send {
     /// What is measured, for reports and to refuse comparing two different metrics
     /// (for example `prometheus http://10.0.0.2:9100/metrics ops_total{job="api"}`).
@@ -99,26 +91,20 @@ pub trait MetricSource: Send {
     fn poll(&mut self) -> impl Future<Output = Result<Vec<Reading>, SourceError>> + Send;
 }
 
-/// Why a source gave no reading. One variant per source, each with that source's own
-/// error enum; `NoData` is shared.
+/// Why a source gave no reading: the source's own error, or too few readings in a window.
+///
+/// Each source has its own error enum (`PrometheusError`, `CommandError`, `PerfError`,
+/// `PushedError`, `PatternError`), converted into this one where the source defines it, so
+/// that this module, and every source, knows no other source. [`SourceError::failure`]
+/// gives the source's error back by its type.
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
-    /// The Prometheus endpoint could not be read or did not hold the metric.
+    /// The source failed: the Prometheus endpoint could not be read or did not hold the
+    /// metric, the operator's command failed, hung or printed no number, the perf counters
+    /// could not be opened or read, the pushed stream ended, or the pattern source's program
+    /// exited or its file could not be read any more. Shown as the source's own error.
     #[error(transparent)]
-    Prometheus(#[from] PrometheusError),
-    /// The operator's command failed, hung, or printed something else than a number.
-    #[error(transparent)]
-    Command(#[from] CommandError),
-    /// The perf counters could not be opened or read.
-    #[error(transparent)]
-    Perf(#[from] PerfError),
-    /// The pushed stream ended.
-    #[error(transparent)]
-    Pushed(#[from] PushedError),
-    /// The pattern source's program exited or its file could not be read any more; every
-    /// poll after that returns the same error.
-    #[error(transparent)]
-    Pattern(Arc<PatternError>),
+    Failed(Box<dyn std::error::Error + Send + Sync>),
     /// A window held too few readings to compute its value (a pushed source that reports
     /// less often than once per window, or a counter read only once).
     #[error(
@@ -130,6 +116,22 @@ pub enum SourceError {
         /// The window's length in seconds.
         window_s: f64,
     },
+}
+
+impl SourceError {
+    /// A source's own error.
+    pub fn failed(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self::Failed(Box::new(error))
+    }
+
+    /// The source's own error, when it failed with an `E` (`PushedError`,
+    /// `Arc<PatternError>`, ...).
+    pub fn failure<E: std::error::Error + 'static>(&self) -> Option<&E> {
+        match self {
+            Self::Failed(e) => e.downcast_ref(),
+            Self::NoData { .. } => None,
+        }
+    }
 }
 
 /// A window's value, and whether a counter went backwards inside it.

@@ -84,6 +84,28 @@ impl TestCgroup {
     }
 }
 
+/// Waits until `pid` no longer runs: SIGKILL is delivered asynchronously, and a killed
+/// process may linger as a zombie (which counts as gone) until whoever adopted it reaps it.
+/// The guard only stops a process that was never killed, however loaded the machine.
+pub(crate) fn assert_gone(pid: u32) {
+    let files = crate::kernel::Files::host();
+    let state = || {
+        files.task(pid, "stat").unwrap().and_then(|s| {
+            s.rsplit_once(") ")
+                .and_then(|(_, rest)| rest.chars().next())
+        })
+    };
+    let guard = std::time::Instant::now() + Duration::from_secs(120);
+    while !matches!(state(), None | Some('Z' | 'X')) {
+        assert!(
+            std::time::Instant::now() < guard,
+            "{pid} still runs: {:?}",
+            state()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 impl Drop for TestCgroup {
     fn drop(&mut self) {
         // Everything in here was started by the test; kill what is left, then wait for the

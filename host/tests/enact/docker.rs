@@ -7,7 +7,7 @@ use placed_core::cpuset::CpuSet;
 use placed_host::containers::Runtime;
 use placed_host::migrate::Mode;
 
-use crate::support::{Scenario, allowed};
+use super::support::{Scenario, allowed};
 use crate::{scenario, skip};
 
 #[path = "../../../tests/support/docker.rs"]

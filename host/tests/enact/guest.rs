@@ -74,7 +74,7 @@ fn run_in_guest(hierarchy: &str) {
         command.extend(["bash".into(), "-c".into(), V1_SWITCH.into()]);
     }
     command.push(exe.into());
-    command.extend(["--test-threads=1", "--nocapture", "real::"].map(Into::into));
+    command.extend(["--test-threads=1", "--nocapture", "enact::real::"].map(Into::into));
     let out = support_guest::Guest::new(&vm, workspace)
         .options(options)
         .run(command);

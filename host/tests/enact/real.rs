@@ -13,7 +13,7 @@ use placed_host::cgroup::{self, CgroupPath, Version};
 use placed_host::enact::{ApplyOptions, Error, Rollback};
 use placed_host::migrate::{self, Mode, MoveOptions};
 
-use crate::support::{
+use super::support::{
     FaultyFs, Scenario, TestCgroup, allowed, anon_bytes_on, host_through, threads_of,
 };
 use crate::{scenario, skip};

@@ -77,14 +77,14 @@ impl Scenario {
 #[macro_export]
 macro_rules! scenario {
     () => {
-        match $crate::support::Scenario::new() {
+        match $crate::enact::support::Scenario::new() {
             Ok(s) => s,
             Err(why) => $crate::skip!("{why}"),
         }
     };
 }
 
-/// A process of this test binary running `load_helper` (see main.rs): it waits for "go",
+/// A process of this test binary running `load_helper` (see mod.rs): it waits for "go",
 /// touches `mib` MiB, starts `threads` threads, says ready, and sleeps until killed.
 pub struct Load {
     pub pid: u32,
@@ -95,7 +95,12 @@ pub struct Load {
 impl Load {
     pub fn spawn(spec: &str) -> Self {
         let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "load_helper", "--nocapture", "--test-threads=1"])
+            .args([
+                "--exact",
+                "enact::load_helper",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env("PLACED_TEST_LOAD", spec)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

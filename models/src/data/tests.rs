@@ -228,7 +228,7 @@ fn save_then_load_round_trips_and_a_missing_file_names_its_path() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("data.jsonl");
     let data = parse(&good()).expect("valid");
-    data.save(&path).expect("writable");
+    std::fs::write(&path, data.to_jsonl().expect("encodes")).expect("writable");
     let back = Dataset::load(&path).expect("readable");
     assert_eq!(back.header(), data.header());
     assert_eq!(back.records(), data.records());
@@ -275,7 +275,7 @@ fn an_unusable_record_loads_without_a_number_and_its_run_is_left_out_of_fitting(
     // Written back as null with its reason, read back the same.
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("d.jsonl");
-    data.save(&path).expect("writable");
+    std::fs::write(&path, data.to_jsonl().expect("encodes")).expect("writable");
     let text = std::fs::read_to_string(&path).expect("readable");
     assert!(
         text.contains(r#""value":null"#) && text.contains("+/-296%"),
@@ -347,4 +347,26 @@ fn an_unusable_measurement_after_a_usable_one_is_ignored_and_two_usable_ones_are
     assert_eq!(left.len(), 1);
     assert!(left[0].unusable.as_deref().unwrap().contains("+/-30%"));
     assert!(!data.run_is_usable("c1", 0));
+}
+
+#[test]
+fn a_file_that_is_not_utf8_is_refused_with_its_line_and_offset() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("latin1.jsonl");
+    let mut bytes = format!("{HEADER}\n").into_bytes();
+    let offset = bytes.len() + run("a1", "a", "n1", "100").find("a1").expect("a1");
+    let mut second = run("a1", "a", "n1", "100").into_bytes();
+    // "a1" as Latin-1 "\xe41": not UTF-8.
+    let at = offset - bytes.len();
+    second[at] = 0xe4;
+    bytes.extend(second);
+    std::fs::write(&path, &bytes).expect("writable");
+    match Dataset::load(&path) {
+        Err(DataError::Invalid {
+            line: 2,
+            problem: Problem::NotUtf8 { offset: found },
+            ..
+        }) => assert_eq!(found, offset),
+        other => panic!("expected line 2 refused as not UTF-8, got {other:?}"),
+    }
 }

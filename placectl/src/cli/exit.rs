@@ -64,10 +64,13 @@ fn known(e: &(dyn Error + 'static)) -> Option<Exit> {
     if let Some(s) = e.downcast_ref::<StatusError>() {
         // Not the daemon's answer: the connection went away under the call (a server that
         // closes it, on a refused client certificate or a restart). Try again.
-        if s.0.code() == tonic::Code::Unknown && chain_has(e, connection_lost) {
+        if lost_connection(&s.0) {
             return Some(Exit::Unavailable);
         }
         return Some(exit_of_code(s.0.code()));
+    }
+    if e.is::<crate::commands::DaemonGone>() {
+        return Some(Exit::Unavailable);
     }
     if let Some(s) = e.downcast_ref::<tonic::Status>() {
         return Some(exit_of_code(s.code()));
@@ -113,6 +116,17 @@ fn known(e: &(dyn Error + 'static)) -> Option<Exit> {
     None
 }
 
+/// Whether a status is not the daemon's answer but the client's report that the connection
+/// closed or was reset under the call (the daemon stopped, restarted or was killed; over
+/// TLS, it may also have refused the client).
+pub fn lost_connection(s: &tonic::Status) -> bool {
+    s.code() == tonic::Code::Unknown
+        && any_in(
+            s.source().map(|e| e as &(dyn Error + 'static)),
+            connection_lost,
+        )
+}
+
 /// Whether a connection failed in TLS: a certificate one side does not trust, or one the
 /// server requires and the client did not give. On a TLS connection only the TLS layer
 /// reports `InvalidData`; depending on the TLS version the failure shows while connecting
@@ -129,7 +143,12 @@ pub fn tls_refused(e: &(dyn Error + 'static)) -> bool {
 pub const TLS_HINT: &str = "TLS refused the connection: --ca must be the CA that signed the daemon's certificate, and --cert/--key a client certificate signed by the daemon's grpc.tls.client_ca";
 
 fn chain_has(e: &(dyn Error + 'static), pred: impl Fn(&std::io::Error) -> bool) -> bool {
-    let mut next = e.source();
+    any_in(e.source(), pred)
+}
+
+/// Whether `first` or an error below it is an I/O error `pred` holds for.
+fn any_in(first: Option<&(dyn Error + 'static)>, pred: impl Fn(&std::io::Error) -> bool) -> bool {
+    let mut next = first;
     while let Some(s) = next {
         if io_of(s).is_some_and(&pred) {
             return true;

@@ -5,6 +5,7 @@ pub mod daemon;
 pub mod enact;
 pub mod exit;
 mod placements;
+pub mod reader;
 pub mod table;
 pub mod tls;
 mod topology;

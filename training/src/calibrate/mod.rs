@@ -18,15 +18,13 @@ use std::time::Duration;
 use placed_core::cpuset::{CpuSet, NodeSet};
 use placed_core::machine::{Machine, MachineError, TopologySource};
 use placed_core::placement::important_placements;
-use placed_host::observe::{ObserveError, ProcProbe, Protocol, Target};
-
-use placed_core::text::error_line;
+use placed_host::observe::Protocol;
 use placed_models::Provenance;
 
 pub use self::file::{CalibrationFile, SetBandwidth};
 use self::judge::{Measured, Problem};
-use crate::collect::{CgroupError, Job, Parent, Scratch};
-use crate::workloads::{self, Launch};
+use crate::collect::{self, CgroupError, CollectError, Measure, Outcome, Parent, Scratch};
+use crate::workloads;
 use crate::{interrupt, provenance};
 
 /// The workload calibration measures with.
@@ -42,18 +40,15 @@ pub enum CalibrateError {
     NoStream,
     #[error(transparent)]
     Cgroup(#[from] CgroupError),
-    #[error(transparent)]
-    Workload(#[from] workloads::Error),
-    #[error("measuring {what} failed")]
+    #[error("measuring {what} failed in {attempts} attempts; the last: {reason}")]
     Measure {
         what: String,
-        #[source]
-        source: Box<ObserveError>,
+        attempts: u32,
+        reason: String,
     },
-    #[error("measuring {what} gave no bandwidth ({value})")]
-    NoBandwidth { what: String, value: f64 },
-    #[error("cannot create the scratch directory")]
-    Scratch(#[from] Box<crate::collect::CollectError>),
+    /// The scratch directory of a run could not be made.
+    #[error(transparent)]
+    Scratch(Box<CollectError>),
     #[error("cannot write {path}")]
     Write {
         path: PathBuf,
@@ -179,6 +174,7 @@ pub fn calibrate(options: &Options) -> Result<Calibration, CalibrateError> {
     let protocol = protocol(options.seconds);
     let mut parent = Parent::create(&all_cpus, &all_mems)?;
     let scratch_root = std::env::temp_dir().join(format!("{}-calibrate", parent.path().name()));
+    let _scratch_guard = Scratch::create(&scratch_root).map_err(CalibrateError::from)?;
     let mut done = 0;
     let mut measure = |cpus: &CpuSet, mems: &NodeSet, what: String, set: Option<Vec<u32>>| {
         done += 1;
@@ -187,12 +183,11 @@ pub fn calibrate(options: &Options) -> Result<Calibration, CalibrateError> {
             || {
                 let bw = bandwidth(
                     &stream,
-                    cpus,
-                    mems,
+                    (cpus, mems),
                     &protocol,
                     &mut parent,
                     &scratch_root,
-                    options,
+                    &options.exe,
                     &what,
                 )?;
                 eprintln!("placed-train:   {bw:.4e} {}", stream.unit);
@@ -287,7 +282,7 @@ pub fn calibrate(options: &Options) -> Result<Calibration, CalibrateError> {
             .collect(),
         notes,
     );
-    placed_models::atomic_file::write(&options.out, &[file.to_json().as_bytes()]).map_err(
+    placed_host::atomic_file::write(&options.out, &[file.to_json().as_bytes()]).map_err(
         |source| CalibrateError::Write {
             path: options.out.clone(),
             source,
@@ -336,103 +331,51 @@ fn protocol(seconds: f64) -> Protocol {
     p
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Attempts of one measurement before calibration gives up: each a fresh start of the
+/// workload with longer windows.
+const ATTEMPTS: u32 = 3;
+
+/// The bandwidth of `stream` on the PUs and nodes of `set`: measured as the collector
+/// measures (`collect::measure`), with no bound on the interval (the rounds of `judge`
+/// take care of agreement).
 fn bandwidth(
     stream: &workloads::Workload,
-    cpus: &CpuSet,
-    mems: &NodeSet,
+    (cpus, mems): (&CpuSet, &NodeSet),
     protocol: &Protocol,
     parent: &mut Parent,
     scratch_root: &Path,
-    options: &Options,
+    exe: &Path,
     what: &str,
 ) -> Result<f64, CalibrateError> {
-    if interrupt::raised() {
-        return Err(CalibrateError::Interrupted {
-            signal: interrupt::signal(),
-        });
+    let tag = what.replace([' ', ','], "-");
+    let measure = Measure {
+        job: stream,
+        cpus,
+        mems,
+        threads: cpus.len(),
+        protocol,
+        exe,
+        retries: ATTEMPTS - 1,
+        max_interval: f64::INFINITY,
+        tag: &tag,
+    };
+    match collect::measure(&measure, parent, scratch_root, None)? {
+        Outcome::Measured(m, _) => Ok(m.estimate.value),
+        Outcome::Failed(reason) | Outcome::Unusable { reason } => Err(CalibrateError::Measure {
+            what: what.to_owned(),
+            attempts: ATTEMPTS,
+            reason,
+        }),
     }
-    let mut last = None;
-    for attempt in 0..3 {
-        let mut protocol = protocol.clone();
-        if let Some(min) = stream.min_window {
-            protocol.window = protocol.window.max(min);
-        }
-        protocol.window = crate::collect::longer_window(protocol.window, attempt);
-        match bandwidth_once(
-            stream,
-            cpus,
-            mems,
-            &protocol,
-            parent,
-            scratch_root,
-            options,
-            what,
-        ) {
-            Err(e @ (CalibrateError::NoBandwidth { .. } | CalibrateError::Measure { .. })) => {
-                eprintln!(
-                    "placed-train:   attempt {} of 3 failed: {}",
-                    attempt + 1,
-                    error_line(&e)
-                );
-                last = Some(e);
-            }
-            other => return other,
-        }
-    }
-    Err(last.unwrap_or(CalibrateError::NoStream))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn bandwidth_once(
-    stream: &workloads::Workload,
-    cpus: &CpuSet,
-    mems: &NodeSet,
-    protocol: &Protocol,
-    parent: &mut Parent,
-    scratch_root: &Path,
-    options: &Options,
-    what: &str,
-) -> Result<f64, CalibrateError> {
-    let cgroup = parent.run(cpus, mems)?;
-    let scratch =
-        Scratch::create(&scratch_root.join(what.replace([' ', ','], "-"))).map_err(Box::new)?;
-    let launch = Launch {
-        threads: cpus.len(),
-        cgroup_dir: cgroup.dir(),
-        extra_cgroup_dirs: &[],
-        scratch: &scratch.0,
-        exe: &options.exe,
-    };
-    let mut running = stream.start(&launch)?;
-    let probe = ProcProbe::new(Target::Cgroup(cgroup.dir().to_owned()), Some(cpus.clone()));
-    let outcome = placed_host::observe::block_on(async {
-        tokio::select! {
-            m = placed_host::observe::measure(running.source(), &probe, protocol) => Some(m),
-            () = interrupt::wait() => None,
+impl From<CollectError> for CalibrateError {
+    /// What stops a measurement for good: a signal, the cgroups, the scratch directory.
+    fn from(e: CollectError) -> Self {
+        match e {
+            CollectError::Interrupted { signal } => Self::Interrupted { signal },
+            CollectError::Cgroup(e) => Self::Cgroup(e),
+            other => Self::Scratch(Box::new(other)),
         }
-    });
-    let _ = running.stop();
-    drop(cgroup);
-    let measure_err = |source| CalibrateError::Measure {
-        what: what.to_owned(),
-        source: Box::new(source),
-    };
-    let m = match outcome {
-        Err(e) => return Err(measure_err(e)),
-        Ok(None) => {
-            return Err(CalibrateError::Interrupted {
-                signal: interrupt::signal(),
-            });
-        }
-        Ok(Some(r)) => r.map_err(measure_err)?,
-    };
-    let value = m.estimate.value;
-    if !(value.is_finite() && value > 0.0) {
-        return Err(CalibrateError::NoBandwidth {
-            what: what.to_owned(),
-            value,
-        });
     }
-    Ok(value)
 }

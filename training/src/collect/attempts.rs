@@ -3,17 +3,20 @@
 //! whose interval is wider than the bound (`--max-interval`), and when every attempt was too
 //! wide the measurement is recorded as unusable rather than learned from
 //! (docs/training.md, "Measurements that are not good enough").
+//!
+//! The one measured-run procedure of placed-train: the collector measures each workload in
+//! each placement through it, and calibration each node set's bandwidth.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use placed_core::placement::Placement;
+use placed_core::cpuset::{CpuSet, NodeSet};
 use placed_core::text::error_line;
-use placed_host::observe::{Measurement as Observed, ProcProbe, Target};
+use placed_host::observe::{Measurement as Observed, ProcProbe, Protocol, Target};
 
 use super::counters::{self, RunCounters};
-use super::{CollectError, Job, Options, Parent, Scratch};
+use super::{CollectError, Job, Parent, Scratch};
 use crate::interrupt;
 use crate::workloads::Launch;
 
@@ -49,17 +52,38 @@ fn percent(fraction: f64) -> String {
     }
 }
 
-/// Runs up to `1 + options.retries` attempts of one measurement.
+/// One measurement: a workload on a set of PUs and nodes, under a protocol.
+#[derive(Debug, Clone, Copy)]
+pub struct Measure<'a> {
+    pub job: &'a dyn Job,
+    pub cpus: &'a CpuSet,
+    pub mems: &'a NodeSet,
+    /// The workload's threads (the container size it stands for).
+    pub threads: usize,
+    /// The protocol of the first attempt; the job's minimum window and each retry make its
+    /// windows longer.
+    pub protocol: &'a Protocol,
+    /// The `placed-train` binary, which runs the built-in kernels.
+    pub exe: &'a Path,
+    /// Further attempts after one the protocol refuses (or whose workload fails), or whose
+    /// interval is wider than `max_interval`.
+    pub retries: u32,
+    /// Widest acceptable interval, as a half-width relative to the median
+    /// ([`DEFAULT_MAX_INTERVAL`]; infinite for no bound).
+    pub max_interval: f64,
+    /// Names the attempts' scratch directories below the caller's scratch root.
+    pub tag: &'a str,
+}
+
+/// Runs up to `1 + retries` attempts of one measurement, counting each run's hardware
+/// events with `counters` when given.
 pub fn measure(
-    job: &dyn Job,
-    placement: &Placement,
-    options: &Options,
+    m: &Measure<'_>,
     parent: &mut Parent,
     scratch_root: &Path,
-    tag: usize,
-    counters: &mut RunCounters,
+    mut counters: Option<&mut RunCounters>,
 ) -> Result<Outcome, CollectError> {
-    let tries = options.retries + 1;
+    let tries = m.retries + 1;
     let mut last_error = String::new();
     let mut widths: Vec<f64> = Vec::new();
     for attempt in 0..tries {
@@ -68,12 +92,12 @@ pub fn measure(
                 signal: interrupt::signal(),
             });
         }
-        let scratch = scratch_root.join(format!("m{tag}-{attempt}"));
-        match measure_once(job, placement, options, attempt, parent, &scratch, counters)? {
-            Ok((m, counted)) => {
-                let width = relative_interval(&m);
-                if width <= options.max_interval {
-                    return Ok(Outcome::Measured(m, counted));
+        let scratch = scratch_root.join(format!("{}-{attempt}", m.tag));
+        match measure_once(m, attempt, parent, &scratch, counters.as_deref_mut())? {
+            Ok((measured, counted)) => {
+                let width = relative_interval(&measured);
+                if width <= m.max_interval {
+                    return Ok(Outcome::Measured(measured, counted));
                 }
                 let next = if attempt + 1 < tries {
                     "; measuring again with longer windows"
@@ -84,7 +108,7 @@ pub fn measure(
                     "placed-train:   attempt {} of {tries}: interval +/-{} is wider than +/-{}{next}",
                     attempt + 1,
                     percent(width),
-                    percent(options.max_interval)
+                    percent(m.max_interval)
                 );
                 widths.push(width);
             }
@@ -107,7 +131,7 @@ pub fn measure(
     Ok(Outcome::Unusable {
         reason: fit_record(format!(
             "95% interval wider than the bound of +/-{} in {} of {tries} attempt(s) ({}){}",
-            percent(options.max_interval),
+            percent(m.max_interval),
             widths.len(),
             shown.join(", "),
             if last_error.is_empty() {
@@ -138,44 +162,44 @@ type Counted = (Observed, BTreeMap<String, f64>);
 /// One attempt: cgroup, launch, measure, stop, remove. The outer error is fatal (cgroups,
 /// signals), the inner one a failed attempt worth retrying.
 fn measure_once(
-    job: &dyn Job,
-    placement: &Placement,
-    options: &Options,
+    m: &Measure<'_>,
     attempt: u32,
     parent: &mut Parent,
     scratch: &Path,
-    counters: &mut RunCounters,
+    counters: Option<&mut RunCounters>,
 ) -> Result<Result<Counted, String>, CollectError> {
-    let cgroup = parent.run(&placement.cpus, &placement.mems)?;
+    let cgroup = parent.run(m.cpus, m.mems)?;
     let scratch = Scratch::create(scratch)?;
     let extra = cgroup.extra_dirs();
     let launch = Launch {
-        threads: options.vcpus,
+        threads: m.threads,
         cgroup_dir: cgroup.dir(),
         extra_cgroup_dirs: &extra,
         scratch: &scratch.0,
-        exe: &options.exe,
+        exe: m.exe,
     };
-    let mut running = match job.start(&launch) {
+    let mut running = match m.job.start(&launch) {
         Ok(r) => r,
         Err(e) => return Ok(Err(e.to_string())),
     };
     // Open from the start to the end of the measurement: the run's counters, warm-up
     // included, summed over its PUs.
-    let mut open = counters.open(cgroup.perf_dir(), &placement.cpus);
+    let mut open = counters.and_then(|c| c.open(cgroup.perf_dir(), m.cpus));
     let probe = ProcProbe::new(
         Target::Cgroup(cgroup.dir().to_owned()),
-        Some(placement.cpus.clone()),
+        Some(m.cpus.clone()),
     );
     // A workload whose rate moves in coarse steps needs windows at least that long.
-    let mut protocol = options.protocol.clone();
-    if let Some(min) = job.min_window() {
+    let mut protocol = m.protocol.clone();
+    if let Some(min) = m.job.min_window() {
         protocol.window = protocol.window.max(min);
     }
     protocol.window = longer_window(protocol.window, attempt);
     let outcome = placed_host::observe::block_on(async {
         tokio::select! {
-            m = placed_host::observe::measure(running.source(), &probe, &protocol) => Some(m),
+            measured = placed_host::observe::measure(running.source(), &probe, &protocol) => {
+                Some(measured)
+            }
             () = interrupt::wait() => None,
         }
     });
@@ -191,10 +215,14 @@ fn measure_once(
             signal: interrupt::signal(),
         }),
         Ok(Some(Err(e))) => Ok(Err(error_line(&e))),
-        Ok(Some(Ok(m))) if !(m.estimate.value.is_finite() && m.estimate.value > 0.0) => Ok(Err(
-            format!("the workload made no progress (rate {})", m.estimate.value),
-        )),
-        Ok(Some(Ok(m))) => Ok(Ok((m, counted))),
+        Ok(Some(Ok(measured))) => {
+            let rate = measured.estimate.value;
+            if rate.is_finite() && rate > 0.0 {
+                Ok(Ok((measured, counted)))
+            } else {
+                Ok(Err(format!("the workload made no progress (rate {rate})")))
+            }
+        }
     }
 }
 

@@ -122,7 +122,7 @@ impl Drop for Parent {
 /// directory itself.
 fn perf_parent(cgroups: &Cgroups, parent: &CgroupPath) -> Option<PathBuf> {
     let kernel = placed_host::kernel::Kernel::host().ok()?;
-    let dir = kernel.controllers().perf_dir(parent)?;
+    let dir = placed_host::cgroup::quota::Controllers::of(&kernel).perf_dir(parent)?;
     if dir == parent.under(cgroups.root()) {
         return None;
     }

@@ -12,8 +12,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use placed_models::Provenance;
-use placed_models::data::{MachineHeader, RunRecord};
-use serde::{Deserialize, Serialize};
+use placed_models::data::{Line, LineRef, MachineHeader, RunRecord};
 
 /// Why the data file cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -39,20 +38,6 @@ pub enum DataFileError {
 
 /// One measurement's key: workload, run, placement.
 pub type Key = (String, u32, String);
-
-#[derive(Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-enum Line {
-    Machine(MachineHeader),
-    Run(RunRecord),
-}
-
-#[derive(Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-enum LineRef<'a> {
-    Machine(&'a MachineHeader),
-    Run(&'a RunRecord),
-}
 
 /// What the file holds for one measurement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -194,7 +179,7 @@ impl DataFile {
             .map_err(io("seek in"))?;
         if !resumed {
             this.write_line(&LineRef::Machine(header))?;
-            sync_dir(path).map_err(io("sync the directory of"))?;
+            placed_host::atomic_file::sync_parent(path).map_err(io("sync the directory of"))?;
         }
         Ok(this)
     }
@@ -240,9 +225,8 @@ impl DataFile {
                 source,
             }
         };
-        let mut bytes = serde_json::to_vec(line)
+        let bytes = placed_models::data::line(line)
             .map_err(|e| io("serialize a record for")(std::io::Error::other(e)))?;
-        bytes.push(b'\n');
         // One write per line: a crash leaves at most this line torn, which `open` drops.
         self.file.write_all(&bytes).map_err(io("append to"))?;
         self.file.sync_data().map_err(io("sync"))
@@ -310,14 +294,6 @@ fn header_difference(found: &MachineHeader, want: &MachineHeader) -> Option<Stri
         ));
     }
     None
-}
-
-fn sync_dir(path: &Path) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    File::open(dir)?.sync_all()
 }
 
 #[cfg(test)]

@@ -27,7 +27,9 @@ use placed_models::data::{
     DATA_FORMAT_VERSION, MachineHeader, Measurement, PlacementInfo, RunRecord,
 };
 
-pub use self::attempts::{DEFAULT_MAX_INTERVAL, Outcome, longer_window, relative_interval};
+pub use self::attempts::{
+    DEFAULT_MAX_INTERVAL, Measure, Outcome, longer_window, measure, relative_interval,
+};
 pub use self::cgroups::{CgroupError, Parent, RunCgroup};
 pub use self::data_file::{DataFile, DataFileError, KeyState};
 pub use self::job::{Job, Started};
@@ -284,15 +286,19 @@ pub fn collect(jobs: &[Box<dyn Job>], options: &Options) -> Result<Summary, Coll
             placement.mems,
             human(progress.left())
         );
-        let outcome = attempts::measure(
-            job.as_ref(),
-            placement,
-            options,
-            &mut parent,
-            &scratch_root,
-            progress.done(),
-            &mut counters,
-        )?;
+        let tag = format!("m{}", progress.done());
+        let measure = Measure {
+            job: job.as_ref(),
+            cpus: &placement.cpus,
+            mems: &placement.mems,
+            threads: options.vcpus,
+            protocol: &options.protocol,
+            exe: &options.exe,
+            retries: options.retries,
+            max_interval: options.max_interval,
+            tag: &tag,
+        };
+        let outcome = attempts::measure(&measure, &mut parent, &scratch_root, Some(&mut counters))?;
         let usable = matches!(outcome, Outcome::Measured(..));
         keep(
             &mut data,

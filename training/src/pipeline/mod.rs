@@ -10,6 +10,7 @@ use placed_models::{
 };
 
 use crate::collect::{self, CollectError, Job, Summary};
+use crate::save::Save as _;
 
 pub mod sizes;
 
@@ -242,7 +243,7 @@ pub fn usable_enough(data: &Dataset, path: &Path) -> Result<(), PipelineError> {
     Ok(())
 }
 
-/// Writes the model into `dir` atomically (Model::save) and reads it back as the daemon
+/// Writes the model into `dir` atomically (`save::Save`) and reads it back as the daemon
 /// will, for its machine class.
 pub fn install(model: &Model, dir: &Path) -> Result<PathBuf, PipelineError> {
     std::fs::create_dir_all(dir).map_err(|source| PipelineError::ModelDir {

@@ -11,6 +11,7 @@ use placed_models::train::fit_evaluated;
 use placed_models::{Dataset, Evaluation, Model, SizesModel, TrainOptions};
 
 use super::{Acceptance, PipelineError, judge_and_install};
+use crate::save::Save as _;
 
 /// One collected size's model, installed or refused.
 #[derive(Debug)]

@@ -1,4 +1,4 @@
-//! Shared by the collector's test binaries.
+//! Shared by the collector's tests (`collect`, `guest`).
 
 /// `n` workloads for a collection test: built-in kernels of different families
 /// (leave-one-family-out needs two families at least), topped up with the collector's

@@ -187,7 +187,7 @@ impl Noise {
 pub enum NoiseError {
     /// A procfs or sysfs file could not be read (the error names it).
     #[error(transparent)]
-    Read(#[from] crate::cgroup::IoError),
+    Read(#[from] crate::kernel::fs::IoError),
     /// A file did not have the expected format.
     #[error("unexpected content in {path:?}: {reason}")]
     Parse {

@@ -23,8 +23,7 @@ pub struct ProcProbe {
 
 impl ProcProbe {
     /// A probe of `target` on the container's PUs `cpus` (all online PUs when `None`), on
-    /// `files` (the host's, or a fake tree's): what [`crate::kernel::Kernel::noise_probe`]
-    /// builds.
+    /// `files` (the host's, or a fake tree's): what `enact::Host::noise_probe` builds.
     pub fn on(files: &Files, target: Target, cpus: Option<CpuSet>) -> Self {
         Self {
             files: files.clone(),
@@ -347,7 +346,7 @@ MIS:          0\n";
 
     fn files(dir: &Path) -> Files {
         Files::new(
-            std::sync::Arc::new(crate::cgroup::RealFs),
+            std::sync::Arc::new(crate::kernel::fs::RealFs),
             dir.to_owned(),
             dir.to_owned(),
         )

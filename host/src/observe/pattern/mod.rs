@@ -10,7 +10,7 @@
 //! - `file`: a regular file tailed from its end, following truncation and rotation, under
 //!   the directories the operator allows.
 //!
-//! Either way readings are stamped as lines arrive and kept in a [`pushed`](super::pushed)
+//! Either way readings are stamped as lines arrive and kept in a [`pushed`]
 //! buffer, bounded, until the protocol polls: the source is not pulled. A program that exits
 //! ends the source: every poll then fails with its status and the end of its stderr, and
 //! [`PatternSource::ended`] tells an owner to build it again.
@@ -199,7 +199,8 @@ impl MetricSource for PatternSource {
 
     async fn poll(&mut self) -> Result<Vec<Reading>, SourceError> {
         if let Some(e) = self.ended() {
-            return Err(SourceError::Pattern(e));
+            // Every poll after the end returns the same error.
+            return Err(SourceError::failed(e));
         }
         self.readings.poll().await
     }

@@ -51,10 +51,11 @@ async fn values(source: &mut PatternSource, want: usize) -> Vec<f64> {
 async fn failure(source: &mut PatternSource) -> Arc<PatternError> {
     let deadline = tokio::time::Instant::now() + PATIENCE;
     loop {
-        match source.poll().await {
-            Err(SourceError::Pattern(e)) => return e,
-            Err(e) => panic!("another error: {e}"),
-            Ok(_) => {}
+        if let Err(e) = source.poll().await {
+            match e.failure::<Arc<PatternError>>() {
+                Some(e) => return e.clone(),
+                None => panic!("another error: {e}"),
+            }
         }
         assert!(
             tokio::time::Instant::now() < deadline,
@@ -127,7 +128,8 @@ async fn a_program_that_exits_fails_the_source_with_its_status_and_stderr() {
     assert!(text.contains("first | last words"), "{text}");
     assert!(s.ended().is_some());
     // It stays failed.
-    assert!(matches!(s.poll().await, Err(SourceError::Pattern(_))));
+    let again = s.poll().await.unwrap_err();
+    assert!(again.failure::<Arc<PatternError>>().is_some(), "{again}");
 }
 
 #[tokio::test]
@@ -151,26 +153,7 @@ async fn dropping_the_source_kills_the_program_and_what_it_forked() {
         .parse()
         .unwrap();
     drop(s);
-    assert_gone(pid);
-}
-
-/// Waits (boundedly) until `pid` no longer runs; a killed process may linger as a zombie
-/// until whoever adopted it reaps it.
-fn assert_gone(pid: u32) {
-    let files = crate::kernel::Files::host();
-    let state = || {
-        files.task(pid, "stat").unwrap().and_then(|s| {
-            s.rsplit_once(") ")
-                .and_then(|(_, rest)| rest.chars().next())
-        })
-    };
-    for _ in 0..1500 {
-        if matches!(state(), None | Some('Z' | 'X')) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("{pid} still runs: {:?}", state());
+    crate::observe::testing::assert_gone(pid);
 }
 
 #[tokio::test]

@@ -80,10 +80,8 @@ async fn measure_all(sources: &mut Vec<PerfSource>) -> Vec<Result<f64, ObserveEr
 fn is_budget_error(r: &Result<f64, ObserveError>) -> bool {
     matches!(
         r,
-        Err(ObserveError::Source {
-            source: SourceError::Perf(PerfError::Budget(_)),
-            ..
-        })
+        Err(ObserveError::Source { source, .. })
+            if matches!(source.failure(), Some(PerfError::Budget(_)))
     )
 }
 

@@ -245,6 +245,12 @@ impl PerfSource {
     }
 }
 
+impl From<PerfError> for SourceError {
+    fn from(e: PerfError) -> Self {
+        Self::failed(e)
+    }
+}
+
 impl MetricSource for PerfSource {
     fn describe(&self) -> String {
         let what = match self.metric {
@@ -340,22 +346,45 @@ mod tests {
         };
         assert_eq!(budget.open(), 2 * cpus.len());
         assert_eq!(counters.descriptors(), 2 * cpus.len());
+        // When the busy loop first runs depends on what else the machine runs: a first read
+        // 200 ms after the spawn found no group scheduled yet in 3 of 20 runs. Each read
+        // waits for the counters to advance; the guard only stops a loop that never runs.
         let mut last = 0.0;
         for _ in 0..3 {
-            std::thread::sleep(std::time::Duration::from_millis(200));
-            let totals = counters.read().unwrap().expect("a busy loop is scheduled");
+            let totals = read_until(&mut counters, |t| t[0] > last);
             assert_eq!(totals.len(), 2);
             // Both members of the group count the same thing over the same time.
             assert!(
                 (totals[0] - totals[1]).abs() <= totals[0] * 0.01,
                 "{totals:?}"
             );
-            assert!(totals[0] > last, "task clock advances: {totals:?}");
             last = totals[0];
         }
         drop(counters);
         assert_eq!(budget.open(), 0);
     }
+
+    /// Reads `counters` until a group has been scheduled and `advanced` holds for the
+    /// totals; fails after [`GUARD`] (nothing counted, or nothing more).
+    fn read_until(counters: &mut CgroupCounters, advanced: impl Fn(&[f64]) -> bool) -> Vec<f64> {
+        let guard = std::time::Instant::now() + GUARD;
+        let mut seen = None;
+        loop {
+            seen = counters.read().unwrap().or(seen);
+            if seen.as_deref().is_some_and(&advanced) {
+                return seen.unwrap_or_default();
+            }
+            assert!(
+                std::time::Instant::now() < guard,
+                "the counters did not advance in {GUARD:?}: last read {seen:?}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
+    /// How long a test waits for a busy loop to be counted: only a loop that never runs
+    /// (or counters that never count it) reaches it, however loaded the machine.
+    const GUARD: std::time::Duration = std::time::Duration::from_secs(120);
 
     #[tokio::test]
     async fn without_a_pmu_the_source_says_so_and_with_one_it_counts() {
@@ -374,14 +403,26 @@ mod tests {
             "probe_pmu agrees with a direct open"
         );
         if has_pmu {
+            // Polled until the count rises (see `read_until`): how soon the loop runs is
+            // the machine's business.
             let mut source = opened.unwrap();
-            let first = source.poll().await.unwrap()[0];
-            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-            let second = source.poll().await.unwrap()[0];
-            assert!(
-                second.value > first.value,
-                "a busy loop retires instructions"
-            );
+            let guard = std::time::Instant::now() + GUARD;
+            let mut first = None;
+            loop {
+                match source.poll().await {
+                    Ok(r) if first.is_some_and(|f| r[0].value > f) => break,
+                    Ok(r) => first = first.or(Some(r[0].value)),
+                    Err(e) => assert!(
+                        matches!(e.failure(), Some(PerfError::NeverScheduled { .. })),
+                        "{e}"
+                    ),
+                }
+                assert!(
+                    std::time::Instant::now() < guard,
+                    "a busy loop retires no instructions in {GUARD:?}"
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
         } else {
             assert!(
                 matches!(

@@ -92,7 +92,7 @@ pub enum PrometheusError {
         /// The status code.
         status: u16,
     },
-    /// The body is larger than [`MAX_BODY`].
+    /// The body is larger than `MAX_BODY`.
     #[error("metrics endpoint {url} sent more than {limit} bytes")]
     TooLarge {
         /// The URL.
@@ -238,6 +238,12 @@ fn kind_of(metric: &str, declared: Option<MetricType>) -> Kind {
         Some(MetricType::Gauge) => Kind::Gauge,
         Some(MetricType::Untyped) | None if metric.ends_with("_total") => Kind::Counter,
         Some(MetricType::Untyped) | None => Kind::Gauge,
+    }
+}
+
+impl From<PrometheusError> for SourceError {
+    fn from(e: PrometheusError) -> Self {
+        Self::failed(e)
     }
 }
 

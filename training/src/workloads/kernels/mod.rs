@@ -41,90 +41,64 @@ pub struct Spec {
     pub build: fn(threads: usize) -> Box<dyn Kernel>,
 }
 
+impl Spec {
+    /// A row of [`KERNELS`]: name, family, unit, builder.
+    const fn new(
+        name: &'static str,
+        family: &'static str,
+        unit: &'static str,
+        build: fn(threads: usize) -> Box<dyn Kernel>,
+    ) -> Self {
+        Self {
+            name,
+            family,
+            unit,
+            build,
+        }
+    }
+}
+
 /// Every built-in kernel.
 pub const KERNELS: &[Spec] = &[
-    Spec {
-        name: "stream-triad",
-        family: "bandwidth",
-        unit: "B/s",
-        build: |threads| Box::new(bandwidth::Triad::new(triad_bytes(Caches::host()), threads)),
-    },
-    Spec {
-        name: "latency-l2",
-        family: "latency",
-        unit: "loads/s",
-        build: |_| Box::new(latency::Chase::new(Caches::host().l2 / 2)),
-    },
-    Spec {
-        name: "latency-l3",
-        family: "latency",
-        unit: "loads/s",
-        build: |threads| Box::new(latency::Chase::new(l3_share(Caches::host(), threads))),
-    },
-    Spec {
-        name: "latency-dram",
-        family: "latency",
-        unit: "loads/s",
-        build: |threads| Box::new(latency::Chase::new(dram_share(Caches::host(), threads))),
-    },
-    Spec {
-        name: "compute-int",
-        family: "compute",
-        unit: "iterations/s",
-        build: |_| Box::new(compute::Int),
-    },
-    Spec {
-        name: "compute-fp",
-        family: "compute",
-        unit: "iterations/s",
-        build: |_| Box::new(compute::Float),
-    },
-    Spec {
-        name: "smt-friendly",
-        family: "smt",
-        unit: "iterations/s",
-        build: |_| Box::new(smt::Friendly),
-    },
-    Spec {
-        name: "smt-hostile",
-        family: "smt",
-        unit: "flops/s",
-        build: |_| Box::new(smt::Hostile),
-    },
-    Spec {
-        name: "sharing-pingpong",
-        family: "sharing",
-        unit: "handoffs/s",
-        build: |_| Box::new(sharing::PingPong::default()),
-    },
-    Spec {
-        name: "sharing-lock",
-        family: "sharing",
-        unit: "acquisitions/s",
-        build: |_| Box::new(sharing::Lock::default()),
-    },
-    Spec {
-        name: "sharing-false",
-        family: "sharing",
-        unit: "increments/s",
-        build: |_| Box::new(sharing::FalseSharing::default()),
-    },
-    Spec {
-        name: "mix-memory-compute",
-        family: "mix",
-        unit: "rounds/s",
-        build: |threads| {
-            Box::new(mix::MemoryCompute::new(
-                triad_bytes(Caches::host()) / threads.max(1),
-            ))
-        },
-    },
-    Spec {
-        name: "mix-cache-sharing",
-        family: "mix",
-        unit: "rounds/s",
-        build: |threads| Box::new(mix::CacheSharing::new(l3_share(Caches::host(), threads))),
-    },
+    Spec::new("stream-triad", "bandwidth", "B/s", |threads| {
+        Box::new(bandwidth::Triad::new(triad_bytes(Caches::host()), threads))
+    }),
+    Spec::new("latency-l2", "latency", "loads/s", |_| {
+        Box::new(latency::Chase::new(Caches::host().l2 / 2))
+    }),
+    Spec::new("latency-l3", "latency", "loads/s", |threads| {
+        Box::new(latency::Chase::new(l3_share(Caches::host(), threads)))
+    }),
+    Spec::new("latency-dram", "latency", "loads/s", |threads| {
+        Box::new(latency::Chase::new(dram_share(Caches::host(), threads)))
+    }),
+    Spec::new("compute-int", "compute", "iterations/s", |_| {
+        Box::new(compute::Int)
+    }),
+    Spec::new("compute-fp", "compute", "iterations/s", |_| {
+        Box::new(compute::Float)
+    }),
+    Spec::new("smt-friendly", "smt", "iterations/s", |_| {
+        Box::new(smt::Friendly)
+    }),
+    Spec::new("smt-hostile", "smt", "flops/s", |_| Box::new(smt::Hostile)),
+    Spec::new("sharing-pingpong", "sharing", "handoffs/s", |_| {
+        Box::new(sharing::PingPong::default())
+    }),
+    Spec::new("sharing-lock", "sharing", "acquisitions/s", |_| {
+        Box::new(sharing::Lock::default())
+    }),
+    Spec::new("sharing-false", "sharing", "increments/s", |_| {
+        Box::new(sharing::FalseSharing::default())
+    }),
+    Spec::new("mix-memory-compute", "mix", "rounds/s", |threads| {
+        Box::new(mix::MemoryCompute::new(
+            triad_bytes(Caches::host()) / threads.max(1),
+        ))
+    }),
+    Spec::new("mix-cache-sharing", "mix", "rounds/s", |threads| {
+        Box::new(mix::CacheSharing::new(l3_share(Caches::host(), threads)))
+    }),
 ];
 
 /// Triad arrays in all: four times the last-level cache so that no level of it holds a

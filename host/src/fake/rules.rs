@@ -6,7 +6,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::{FakeKernel, touch};
-use crate::cgroup::{Fs, RealFs, Version};
+use crate::cgroup::Version;
+use crate::kernel::fs::{Fs, RealFs};
 use placed_core::cpuset::{CpuSet, IdSet, NodeSet};
 
 pub(super) fn errno(n: i32) -> io::Error {

@@ -1,5 +1,5 @@
 //! The enactment library against real kernels: cgroup v1 here, Docker where it runs, and
-//! cgroup v2 with several NUMA nodes in a QEMU guest. One binary, one module each.
+//! cgroup v2 with several NUMA nodes in a QEMU guest. One module each.
 //!
 //! These tests need root; without it, or without what a test needs, they print
 //! "skipped, because ..." and pass. Every cgroup and container they create is removed on
@@ -9,15 +9,13 @@
 // #[test] functions only, not the helpers they share.
 #![allow(clippy::unwrap_used)]
 
-#[path = "../../../tests/support/bins.rs"]
-mod bins;
 mod docker;
 mod guest;
 mod real;
 mod support;
 
-/// Not a test: the body of the load processes the tests place (see `support::Load`). It
-/// does nothing unless `PLACED_TEST_LOAD` is set.
+/// Not a test: the body of the load processes the tests place (see `support::Load`, which
+/// runs it as `enact::load_helper`). It does nothing unless `PLACED_TEST_LOAD` is set.
 #[test]
 fn load_helper() {
     if let Ok(spec) = std::env::var("PLACED_TEST_LOAD") {

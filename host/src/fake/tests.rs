@@ -74,7 +74,7 @@ fn memory_moves_with_a_mems_write_where_the_cgroup_migrates() {
     k.cgroup("/a", "0-3", "0-1");
     let pid = k.process("/a", 1);
     k.set_memory(pid, &[(0, mib(3)), (1, mib(1))]);
-    let proc = k.kernel().proc();
+    let proc = crate::migrate::Proc::new(k.files());
     assert_eq!(proc.footprint(&[pid]).unwrap().total(), mib(4));
     assert_eq!(proc.resident(&[pid]).unwrap(), mib(4));
     k.cgroups()
@@ -180,7 +180,7 @@ fn the_noise_probe_runs_on_the_fake() {
     k.cgroup("/w", "0-3", "0");
     let first = k.process("/w", 2);
     let probe = k
-        .kernel()
+        .host()
         .noise_probe(Target::Cgroup(k.cpuset_root().join("w")), None);
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()

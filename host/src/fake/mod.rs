@@ -51,9 +51,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::{Files, Kernel};
-use crate::cgroup::{Cgroups, Fs, Version};
+use crate::cgroup::{Cgroups, Version};
 use crate::enact::Host;
+use crate::kernel::fs::Fs;
+use crate::kernel::{Files, Kernel};
 
 /// The first pid [`FakeKernel::process`] hands out: above `PID_MAX_LIMIT`, which no real
 /// process can have.
@@ -193,7 +194,7 @@ impl FakeKernel {
     /// The cpuset hierarchy, found through [`FakeKernel::kernel`] (each call has its own
     /// freeze registry).
     pub fn cgroups(self: &Arc<Self>) -> Cgroups {
-        self.kernel().cgroups().unwrap()
+        Cgroups::of(&self.kernel()).unwrap()
     }
 
     /// A whole [`Host`] on this fake, with no container engines.

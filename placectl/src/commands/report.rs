@@ -1,56 +1,40 @@
-//! The two streaming calls: `watch` (events out, until the reader goes away) and `report`
-//! (samples in, from arguments or from stdin as lines arrive).
+//! `placectl report`: performance samples pushed for a container, from the arguments or
+//! from stdin as lines arrive.
 
-use placectl::cli::{self, Exit, StatusError};
 use placed_proto::v1 as pb;
 
-use crate::{Client, Failure, Output};
+use super::{Action, Call, Client, Failure, Format, Reply, Typed};
+use crate::cli::{Exit, StatusError};
 
-/// Streams events until the daemon ends the stream, Ctrl-C, or the reader goes away.
-pub(crate) async fn watch(
-    c: &mut Client,
-    out: Output,
-    container: Option<String>,
-    after: Option<u64>,
-) -> Result<Exit, Failure> {
-    let mut stream = c
-        .watch(pb::WatchRequest {
-            container: container.unwrap_or_default(),
-            resume_after_sequence: after.unwrap_or(0),
-        })
-        .await
-        .map_err(StatusError)?
-        .into_inner();
-    loop {
-        let next = tokio::select! {
-            m = stream.message() => m.map_err(StatusError)?,
-            _ = tokio::signal::ctrl_c() => return Ok(Exit::Success),
-        };
-        let Some(e) = next else {
-            return Ok(Exit::Success);
-        };
-        let line = if out.json {
-            let mut s = serde_json::to_string(&cli::daemon::event_json(&e))?;
-            s.push('\n');
-            s
-        } else {
-            cli::daemon::render_event(&e)
-        };
-        match cli::write_out(&line) {
-            cli::Output::Open => {}
-            // The reader went away (`| head -1`): done, successfully.
-            cli::Output::Closed => return Ok(Exit::Success),
-            cli::Output::Failed => return Ok(Exit::Failed),
-        }
+#[derive(clap::Args, Debug, Clone)]
+pub struct Args {
+    container: String,
+    values: Vec<f64>,
+}
+
+impl Typed for Args {
+    fn validate(self) -> Result<Action, Failure> {
+        Action::daemon(self)
+    }
+}
+
+impl Call for Args {
+    fn call<'a>(&'a self, c: &'a mut Client, format: Format) -> Reply<'a> {
+        Box::pin(report(c, format, &self.container, &self.values))
+    }
+
+    /// Samples piped in as they happen last as long as they last.
+    fn streams(&self) -> bool {
+        self.values.is_empty()
     }
 }
 
 /// Sends the given values, or one per line of stdin as each line arrives (stamped with the
 /// time it was read, so a pipe's buffering does not shift it); rejected samples are a
 /// failure.
-pub(crate) async fn report(
+async fn report(
     c: &mut Client,
-    out: Output,
+    format: Format,
     container: &str,
     values: &[f64],
 ) -> Result<Exit, Failure> {
@@ -82,9 +66,9 @@ pub(crate) async fn report(
     } else {
         format!(" (last: {})", r.last_error)
     };
-    let code = out.print(
-        serde_json::json!({"schema": "placed.report/v1", "accepted": r.accepted, "rejected": r.rejected, "last_error": r.last_error}),
-        format!("{} accepted, {} rejected{last}\n", r.accepted, r.rejected),
+    let code = format.print(
+        || serde_json::json!({"schema": "placed.report/v1", "accepted": r.accepted, "rejected": r.rejected, "last_error": r.last_error}),
+        || format!("{} accepted, {} rejected{last}\n", r.accepted, r.rejected),
     )?;
     if r.rejected > 0 {
         return Err(format!(

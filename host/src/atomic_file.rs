@@ -3,8 +3,10 @@
 //! leaves the old file or the new one (and at worst a stray `.<name>.tmp-<pid>-<n>`, which
 //! [`remove_stale`] clears once the caller knows no other writer is at work).
 //!
-//! It lives in this crate because every other part of placed (the daemon's state file,
-//! model files, the collector's outputs) depends on it.
+//! The one implementation of durable writes in placed: the daemon's state file,
+//! placed-train's model files, data sets and machine files, and the collector's data file
+//! (which appends, and makes its creation durable with [`sync_parent`]). placed-models only
+//! makes the bytes. Imports nothing else of placed-host.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -90,13 +92,23 @@ pub fn write_owned(
         f.sync_all()?;
         std::fs::rename(&tmp, path)?;
         // The rename is durable only once the directory entry is.
-        std::fs::File::open(dir)?.sync_all()
+        sync_dir(dir)
     })();
     if result.is_err() {
         // Best effort: the error being returned matters more than a leftover file.
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// Makes the entry of `path` in its directory durable: after a file is created or renamed,
+/// its data may be on disk while the name that leads to it is not.
+pub fn sync_parent(path: &Path) -> std::io::Result<()> {
+    sync_dir(parts_of(path).0)
+}
+
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
 }
 
 /// The id of group `name`, if this host has it.

@@ -1,0 +1,20 @@
+//! placed-models's integration tests, in one binary: every test binary links the whole
+//! dependency tree again, so each file here is a module of this one, not a binary of its
+//! own (Cargo.toml: `autotests = false`; `every_test_file_is_a_module_of_this_binary`
+//! fails for a file that is not declared below).
+//!
+//! - `fuzz`: the fuzz targets over training data and model files (docs/testing.md).
+//! - `harness` and `imports`: what the crates' test binaries share (tests/support): the
+//!   fuzz runner, and the reader of a crate's modules.
+
+#[path = "../../tests/support/fuzz.rs"]
+mod harness;
+#[path = "../../tests/support/imports.rs"]
+mod imports;
+
+mod fuzz;
+
+#[test]
+fn every_test_file_is_a_module_of_this_binary() {
+    imports::assert_one_binary(env!("CARGO_MANIFEST_DIR"));
+}
