@@ -17,7 +17,7 @@ use placed::lifecycle::{AdmitRequest, Daemon, Environment, ManageRequest};
 use placed::telemetry::Metrics;
 use placed_core::machine::{Machine, TopologySource};
 use placed_core::policy::Policy;
-use placed_host::kernel::fake::FakeKernel;
+use placed_host::fake::FakeKernel;
 
 const SHAPE: &str = "pack:8 numa:1 l3:1 core:14 pu:2";
 

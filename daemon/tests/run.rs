@@ -55,7 +55,7 @@ async fn ending(stream: &mut HealthStream) -> tonic::Status {
 }
 
 /// Runs once to leave a state file that names `job` under a policy set through the API.
-async fn first_run(dir: &Path, fake: &Arc<placed_host::kernel::fake::FakeKernel>) {
+async fn first_run(dir: &Path, fake: &Arc<placed_host::fake::FakeKernel>) {
     let d = Running::on(support::config(dir), fake).await;
     let mut c = d.client().await;
     support::until_async("job managed", || {

@@ -366,7 +366,9 @@ fn the_writer_writes_the_current_golden_file_byte_for_byte() {
     // A new format version's golden file is written by this writer once, then checked by
     // hand: PLACED_BLESS_GOLDEN=1 writes it instead of comparing.
     if std::env::var_os("PLACED_BLESS_GOLDEN").is_some() {
-        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/state/golden").join(CURRENT);
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("src/state/golden")
+            .join(CURRENT);
         std::fs::write(path, &written).unwrap();
         return;
     }

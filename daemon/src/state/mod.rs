@@ -14,8 +14,8 @@
 #[cfg(test)]
 mod golden;
 pub mod lock;
-mod store;
 mod schema;
+mod store;
 mod validate;
 
 pub use placed_core::lifecycle::Lifecycle;

@@ -348,7 +348,8 @@ mod tests {
     fn literal_files_fail_with_the_right_errors() {
         let dir = tempfile::tempdir().unwrap();
         let fp = "mc1-0011223344556677";
-        let good = serde_json::to_string_pretty(&crate::state::schema::File::from(&sample())).unwrap();
+        let good =
+            serde_json::to_string_pretty(&crate::state::schema::File::from(&sample())).unwrap();
 
         let s = literal(&dir, &with_header(1, &good, Some("sha256:00")));
         assert!(

@@ -16,7 +16,9 @@ fn no_module_of_the_lifecycle_imports_one_that_imports_it_back() {
     // metric slot it measures with.
     assert!(krate.module_count() > 40, "{}", krate.module_count());
     assert!(
-        krate.imports_of("lifecycle::task").contains("lifecycle::measure"),
+        krate
+            .imports_of("lifecycle::task")
+            .contains("lifecycle::measure"),
         "{:?}",
         krate.imports_of("lifecycle::task")
     );
@@ -25,5 +27,9 @@ fn no_module_of_the_lifecycle_imports_one_that_imports_it_back() {
         .iter()
         .map(ToString::to_string)
         .collect();
-    assert!(cycles.is_empty(), "circles of imports:\n{}", cycles.join("\n"));
+    assert!(
+        cycles.is_empty(),
+        "circles of imports:\n{}",
+        cycles.join("\n")
+    );
 }

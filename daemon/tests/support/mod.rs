@@ -17,7 +17,7 @@ use placed::config::{Config, TlsConfig};
 use placed::lifecycle::{Environment, StartError};
 use placed::run::{Listeners, RunError};
 use placed_core::machine::{Machine, TopologySource};
-use placed_host::kernel::fake::FakeKernel;
+use placed_host::fake::FakeKernel;
 use placed_host::stop::Stop;
 use placed_proto::v1::placed_service_client::PlacedServiceClient;
 use tonic::transport::Channel;

@@ -48,6 +48,7 @@ async fn all_containers(c: &mut Client) -> Result<Vec<pb::Container>, Failure> {
             .list_containers(pb::ListContainersRequest {
                 page_size: 0,
                 page_token,
+                ..pb::ListContainersRequest::default()
             })
             .await
             .map_err(StatusError)?

@@ -48,6 +48,7 @@ impl Typed for Args {
             policy,
             metric,
             on_override: on_override as i32,
+            ..pb::ManageRequest::default()
         })
     }
 }

@@ -49,6 +49,7 @@ impl Typed for Args {
                 placement_id: self.placement.unwrap_or_default(),
                 migration: migration as i32,
                 keep_policy: self.keep_policy,
+                ..pb::PlaceRequest::default()
             },
             new_policy,
         })

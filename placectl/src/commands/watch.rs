@@ -22,6 +22,7 @@ impl Typed for Args {
         Action::daemon(pb::WatchRequest {
             container: self.container.unwrap_or_default(),
             resume_after_sequence: self.after.unwrap_or(0),
+            ..pb::WatchRequest::default()
         })
     }
 }
