@@ -30,17 +30,17 @@ fn arg(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
+/// The `pct`-th percentile of sorted times (nearest rank below).
+fn percentile(sorted: &[Duration], pct: usize) -> Duration {
+    sorted[(sorted.len() - 1) * pct / 100]
 }
 
 fn report(what: &str, mut times: Vec<Duration>) {
     times.sort();
     println!(
         "{what:<40} median {:>9.3} ms   p99 {:>9.3} ms   ({} calls)",
-        percentile(&times, 0.5).as_secs_f64() * 1e3,
-        percentile(&times, 0.99).as_secs_f64() * 1e3,
+        percentile(&times, 50).as_secs_f64() * 1e3,
+        percentile(&times, 99).as_secs_f64() * 1e3,
         times.len()
     );
 }

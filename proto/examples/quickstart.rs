@@ -34,6 +34,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .list_containers(pb::ListContainersRequest {
                 page_size: 100,
                 page_token: page_token.clone(),
+                ..Default::default()
             })
             .await?
             .into_inner();
@@ -55,6 +56,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .watch(pb::WatchRequest {
                 container: String::new(),
                 resume_after_sequence: resume,
+                ..Default::default()
             })
             .await?
             .into_inner();

@@ -9,6 +9,7 @@ use placed_models::{Dataset, TrainOptions, evaluate, fit};
 use super::CliError;
 use super::collect::print_refused;
 use super::request::{Fitting, MachineSpec};
+use crate::save::Save as _;
 use crate::simulate::{SimMachine, SimulationOptions, simulate};
 use crate::{pipeline, plot, policies, report};
 

@@ -14,6 +14,7 @@ use super::collect::{print_collection, print_refused};
 use super::request::{Collection, Fitting, SizesOutput};
 use crate::pipeline::{self, PipelineError, sizes::TrainedSizes};
 use crate::report;
+use crate::save::Save as _;
 
 /// `placed-train train` for several sizes: the fewest collected, a model for each of those,
 /// the model across sizes for the rest.
