@@ -118,7 +118,7 @@ fn start_daemon(dir: &Path, parent: &CgroupPath, policy: &str) -> Child {
              [grpc]\nsocket = \"{d}/placed.sock\"\n[metrics]\nenabled = false\n\
              [containers]\nruntimes = []\ncgroups = [\"{parent}\"]\nresync_interval = \"30s\"\n\
              [policy]\ndefault = \"{policy}\"\n\
-             [observe]\nwarmup = \"1s\"\nwindow = \"1s\"\nwindows = 8\nmax_foreign_load = 1.0\n",
+             [observe]\nwarmup = \"1s\"\nwindow = \"1s\"\nwindows = 8\nmax_foreign_load = 1.0\nmax_steal = 1.0\n",
             d = dir.display(),
         ),
     )

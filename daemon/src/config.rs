@@ -11,6 +11,8 @@ use placed_core::reconcile::OnOverride;
 use placed_host::migrate::ModeKind;
 use serde::{Deserialize, Serialize};
 
+mod checks;
+
 /// Where the daemon looks when `--config` is not given; a missing file means defaults.
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/placed/placed.toml";
 
@@ -35,6 +37,8 @@ pub struct Config {
     pub policy: PolicyConfig,
     pub observe: ObserveConfig,
     pub metrics: MetricsConfig,
+    /// The NRI plugin mode on Kubernetes nodes (docs/kubernetes.md).
+    pub nri: crate::kubernetes::NriConfig,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -186,6 +190,10 @@ pub struct ObserveConfig {
     /// Windows where other tasks take more than this share of the container's CPUs are
     /// dropped as disturbed (default 0.05). Raise it on small shared test machines only.
     pub max_foreign_load: Option<f64>,
+    /// Windows where the hypervisor steals more than this share of the CPU are dropped as
+    /// disturbed (default 0.02). Raise it on small shared test machines only: a steal-heavy
+    /// window measures the neighbours, not the container.
+    pub max_steal: Option<f64>,
     /// Bound on one Prometheus scrape, connection included.
     #[serde(with = "humantime_serde")]
     pub scrape_timeout: Duration,
@@ -309,6 +317,7 @@ impl Default for ObserveConfig {
             windows: 16,
             watch_interval: Duration::from_secs(60),
             max_foreign_load: None,
+            max_steal: None,
             scrape_timeout: placed_host::observe::SourceTimeouts::default().scrape,
             command_timeout: placed_host::observe::SourceTimeouts::default().command,
             scrape_interval: Duration::ZERO,
@@ -393,192 +402,13 @@ impl Config {
     }
 
     fn validate(&self, path: &Path) -> Result<(), ConfigError> {
-        let invalid = |detail: String| ConfigError::Invalid {
-            path: path.to_owned(),
-            detail,
-        };
-        self.validate_paths().map_err(invalid)?;
-        if !(self.policy.goal > 0.0 && self.policy.goal <= 2.0) {
-            return Err(invalid(format!(
-                "policy.goal = {} is outside (0, 2]",
-                self.policy.goal
-            )));
+        match checks::problem(self) {
+            Some(detail) => Err(ConfigError::Invalid {
+                path: path.to_owned(),
+                detail,
+            }),
+            None => Ok(()),
         }
-        if !(self.policy.drift.is_finite() && self.policy.drift > 0.0) {
-            return Err(invalid(format!(
-                "policy.drift = {} must be a number above 0: how far (relative, 0.15 = 15%) a watched container may stray from its prediction before it is evaluated again",
-                self.policy.drift
-            )));
-        }
-        if self.policy.throttle_mib_per_s == 0 {
-            return Err(invalid(
-                "policy.throttle_mib_per_s = 0 would never move any memory: give a cap of at least 1 MiB/s"
-                    .into(),
-            ));
-        }
-        if let Err(e) = placed_core::policy::Policy::parse(&self.policy.default, self.policy.goal) {
-            return Err(invalid(format!(
-                "policy.default: {}",
-                echo(&placed_core::text::error_line(&e))
-            )));
-        }
-        if let Err(e) = crate::telemetry::logging::parse_level(&self.daemon.log_level) {
-            return Err(invalid(e.to_string()));
-        }
-        match u32::from_str_radix(&self.grpc.socket_mode, 8) {
-            Err(_) => {
-                return Err(invalid(format!(
-                    "grpc.socket_mode = {:?} is not an octal mode like \"0660\"",
-                    echo(&self.grpc.socket_mode)
-                )));
-            }
-            // Others writing means anyone on the host drives placed (moves containers);
-            // setuid, setgid and sticky bits mean nothing on a socket and hide a typo.
-            Ok(m) if m & !0o777 != 0 || m & 0o002 != 0 => {
-                return Err(invalid(format!(
-                    "grpc.socket_mode = {:?} lets every local user drive placed, or sets special bits: use at most 0775 (0660 with grpc.socket_group is the usual choice)",
-                    echo(&self.grpc.socket_mode)
-                )));
-            }
-            Ok(_) => {}
-        }
-        if self.containers.resync_interval < MIN_RESYNC {
-            return Err(invalid(format!(
-                "containers.resync_interval = {:?} is below the minimum of {MIN_RESYNC:?}: the cgroup tree would be listed in a busy loop",
-                self.containers.resync_interval
-            )));
-        }
-        if let Some(relative) = self.observe.command_allow.iter().find(|p| !p.is_absolute()) {
-            return Err(invalid(format!(
-                "observe.command_allow entry {:?} is not an absolute path: name the program or directory from /",
-                placed_core::text::clip(&relative.display().to_string(), 200)
-            )));
-        }
-        if let Some(bad) = self.observe.pattern_files.iter().find(|p| {
-            !p.is_absolute()
-                || p.components().any(|c| c == std::path::Component::ParentDir)
-                || ["/proc", "/sys", "/dev"].iter().any(|k| p.starts_with(k))
-                || p.as_os_str() == "/"
-        }) {
-            return Err(invalid(format!(
-                "observe.pattern_files entry {:?} is not an absolute path without `..` outside /, /proc, /sys and /dev: name the log files or their directories",
-                placed_core::text::clip(&bad.display().to_string(), 200)
-            )));
-        }
-        if self.observe.command_user.is_empty() {
-            return Err(invalid(
-                "observe.command_user is empty: name the unprivileged user command metrics run as"
-                    .into(),
-            ));
-        }
-        if !(1..=1 << 20).contains(&self.grpc.watch_history) {
-            return Err(invalid(format!(
-                "grpc.watch_history = {} is outside 1 to 1048576 events",
-                self.grpc.watch_history
-            )));
-        }
-        if !(1..=MAX_LISTENER_LIMIT).contains(&self.grpc.max_watchers) {
-            return Err(invalid(format!(
-                "grpc.max_watchers = {} is outside 1 to {MAX_LISTENER_LIMIT} streams",
-                self.grpc.max_watchers
-            )));
-        }
-        if !(1..=MAX_LISTENER_LIMIT).contains(&self.grpc.max_unix_connections) {
-            return Err(invalid(format!(
-                "grpc.max_unix_connections = {} is outside 1 to {MAX_LISTENER_LIMIT} connections",
-                self.grpc.max_unix_connections
-            )));
-        }
-        if !(1..=MAX_LISTENER_LIMIT).contains(&self.grpc.max_connections_per_peer) {
-            return Err(invalid(format!(
-                "grpc.max_connections_per_peer = {} is outside 1 to {MAX_LISTENER_LIMIT} connections",
-                self.grpc.max_connections_per_peer
-            )));
-        }
-        if !(Duration::from_millis(100)..=Duration::from_secs(60))
-            .contains(&self.grpc.handshake_timeout)
-        {
-            return Err(invalid(format!(
-                "grpc.handshake_timeout = {:?} is outside 100ms to 60s",
-                self.grpc.handshake_timeout
-            )));
-        }
-        if self.grpc.tcp.is_some() && self.grpc.tls.is_none() {
-            return Err(invalid(
-                "grpc.tcp needs grpc.tls: placed does not serve its API unencrypted over TCP"
-                    .into(),
-            ));
-        }
-        if let Some(f) = self.observe.max_foreign_load {
-            if !(0.0..=1.0).contains(&f) {
-                return Err(invalid(format!(
-                    "observe.max_foreign_load = {f} is outside [0, 1]"
-                )));
-            }
-        }
-        if self.policy.reassert_limit == 0 {
-            return Err(invalid(
-                "policy.reassert_limit = 0 would never write a placement back: set on_override = \"leave\" for that, or allow at least 1"
-                    .into(),
-            ));
-        }
-        if self.policy.reassert_window.is_zero() {
-            return Err(invalid(
-                "policy.reassert_window = 0 s would never count a write-back against the limit: give the window the limit applies in"
-                    .into(),
-            ));
-        }
-        if self.policy.drift_windows == 0 {
-            return Err(invalid(
-                "policy.drift_windows = 0: at least one watch measurement must miss the prediction"
-                    .into(),
-            ));
-        }
-        for (name, d) in [
-            ("scrape_timeout", self.observe.scrape_timeout),
-            ("command_timeout", self.observe.command_timeout),
-        ] {
-            if d.is_zero() || d > MAX_SOURCE_WAIT {
-                return Err(invalid(format!(
-                    "observe.{name} = {d:?} is outside (0 s, {MAX_SOURCE_WAIT:?}]"
-                )));
-            }
-        }
-        if self.observe.scrape_interval > MAX_SOURCE_WAIT {
-            return Err(invalid(format!(
-                "observe.scrape_interval = {:?} is above {MAX_SOURCE_WAIT:?}: a measurement takes that times the windows",
-                self.observe.scrape_interval
-            )));
-        }
-        if let Err(e) = self.protocol() {
-            return Err(invalid(format!("[observe]: {e}")));
-        }
-        Ok(())
-    }
-
-    /// `containers.cgroups`: each an absolute, normalised path below the root. `""` or `"/"`
-    /// made every top-level cgroup (other tenants' included) managed, and `..` pointed
-    /// outside the hierarchy.
-    fn validate_paths(&self) -> Result<(), String> {
-        for c in &self.containers.cgroups {
-            let problem = if c.is_empty() || c == "/" {
-                Some("names the root, which would manage every top-level cgroup")
-            } else if !c.starts_with('/') {
-                Some("must be absolute (start with /)")
-            } else if c.ends_with('/') || c.contains("//") {
-                Some("must be normalised (no repeated or trailing /)")
-            } else if c.split('/').any(|p| p == "." || p == "..") {
-                Some("must not contain . or ..")
-            } else {
-                placed_host::cgroup::CgroupPath::parse(c)
-                    .err()
-                    .map(|e| e.why)
-            };
-            if let Some(p) = problem {
-                return Err(format!("containers.cgroups entry {:?} {p}", echo(c)));
-            }
-        }
-        Ok(())
     }
 
     /// What is accepted but probably a mistake, for the log at start: paths that do not
@@ -610,6 +440,9 @@ impl Config {
         };
         if let Some(f) = self.observe.max_foreign_load {
             p.rules.max_foreign = f;
+        }
+        if let Some(s) = self.observe.max_steal {
+            p.rules.max_steal = s;
         }
         p.validate()?;
         Ok(p)

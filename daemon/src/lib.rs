@@ -8,6 +8,7 @@
 //!
 //! - [`lifecycle`]: the daemon's core: start-up, one task per container lifecycle, the
 //!   commands the API drives it with, discovery, adoption after a restart, shutdown.
+//! - [`kubernetes`]: the NRI plugin: pods placed when created, held, followed.
 //! - [`service`]: the `placed.v1` gRPC service, health and reflection, and its listeners.
 //! - [`state`]: the versioned, checksummed state file a restarted daemon adopts from.
 //! - [`config`]: the daemon's TOML configuration and its defaults.
@@ -21,6 +22,7 @@
 //! call the same `run` on a fake host.
 
 pub mod config;
+pub mod kubernetes;
 pub mod lifecycle;
 pub mod reload;
 pub mod run;

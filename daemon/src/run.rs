@@ -180,6 +180,7 @@ pub async fn run(
     systemd::status("restoring state");
 
     let running = config.clone();
+    let nri = config.nri.clone();
     let env = tokio::select! {
         env = environment => env,
         () = token.cancelled() => {
@@ -222,6 +223,12 @@ pub async fn run(
     if let Some(r) = reload {
         tokio::spawn(reloads(r, running, daemon.clone(), endpoint, token.clone()));
     }
+    // Validated with the configuration: a refusal here is a defect, and the daemon still
+    // serves its API.
+    let node = crate::kubernetes::Node::start(&nri, &daemon).unwrap_or_else(|e| {
+        tracing::error!(error = %placed_core::text::error_line(&e), "the NRI plugin did not start");
+        None
+    });
 
     token.cancelled().await;
     tracing::info!(
@@ -230,6 +237,10 @@ pub async fn run(
     );
     systemd::stopping();
     serving.stopping().await;
+    // Pods start as the runtime starts them from here on; placed's decisions stay in force.
+    if let Some(node) = node {
+        node.stop().await;
+    }
     daemon.shutdown().await;
     let result = servers.wait().await;
     let _ = std::fs::remove_file(&socket);

@@ -16,17 +16,20 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use k8s_cri::v1 as cri;
-use k8s_cri::v1::runtime_service_client::RuntimeServiceClient;
 use tokio::sync::mpsc;
-use tonic::transport::Channel;
 
 use placed_core::reconcile::Sets;
 use placed_nri::{
     Config, Container, ContainerState, Placer, Plugin, Pod, Resources, StateChange, Status, Update,
     Vcpus,
 };
-use support::containerd::{Containerd, IMAGE};
+use support::containerd::Containerd;
+use support::pods::{
+    cpuset, remove_pod, root_cpus, run_pod, start_container, update_cpuset, wait_cpuset,
+};
+
+/// The annotation the test placer takes a pod by.
+const MANAGED: &[(&str, &str)] = &[("placed.io/policy", "model")];
 
 fn sets(cpus: &str, mems: &str) -> Sets {
     Sets {
@@ -111,181 +114,6 @@ impl Placer for PinPlacer {
     async fn state_change(&self, _: StateChange) {}
 }
 
-struct TestPod {
-    id: String,
-    parent: String,
-    config: cri::PodSandboxConfig,
-}
-
-async fn run_pod(
-    ctrd: &mut Containerd,
-    cri: &mut RuntimeServiceClient<Channel>,
-    name: &str,
-    managed: bool,
-) -> TestPod {
-    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    // A uid in Kubernetes' form, naming this test process.
-    let uid = format!("7e570000-0000-4000-8000-{:08x}{n:04x}", std::process::id());
-    let parent = ctrd.pod_cgroup(&uid);
-    let mut annotations = HashMap::new();
-    if managed {
-        annotations.insert("placed.io/policy".to_string(), "model".to_string());
-    }
-    let config = cri::PodSandboxConfig {
-        metadata: Some(cri::PodSandboxMetadata {
-            name: name.into(),
-            uid: uid.clone(),
-            namespace: "placed-test".into(),
-            attempt: 0,
-        }),
-        // Host network: the host's UTS namespace too, so no hostname (as the kubelet).
-        labels: [("app".to_string(), name.to_string())].into(),
-        annotations,
-        linux: Some(cri::LinuxPodSandboxConfig {
-            cgroup_parent: parent.clone(),
-            security_context: Some(cri::LinuxSandboxSecurityContext {
-                namespace_options: Some(cri::NamespaceOption {
-                    network: cri::NamespaceMode::Node as i32,
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    let id = cri
-        .run_pod_sandbox(cri::RunPodSandboxRequest {
-            config: Some(config.clone()),
-            runtime_handler: String::new(),
-        })
-        .await
-        .expect("RunPodSandbox")
-        .into_inner()
-        .pod_sandbox_id;
-    ctrd.note_shims();
-    TestPod { id, parent, config }
-}
-
-/// CreateContainer with a CPU limit of 1 and a request of 1 (period, quota, shares), as
-/// the kubelet sends them; then StartContainer.
-async fn start_container(
-    cri: &mut RuntimeServiceClient<Channel>,
-    pod: &TestPod,
-    name: &str,
-) -> String {
-    let config = cri::ContainerConfig {
-        metadata: Some(cri::ContainerMetadata {
-            name: name.into(),
-            attempt: 0,
-        }),
-        image: Some(cri::ImageSpec {
-            image: IMAGE.into(),
-            ..Default::default()
-        }),
-        command: vec!["/bin/sleep".into(), "3600".into()],
-        linux: Some(cri::LinuxContainerConfig {
-            resources: Some(cri::LinuxContainerResources {
-                cpu_period: 100_000,
-                cpu_quota: 100_000,
-                cpu_shares: 1024,
-                ..Default::default()
-            }),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    let id = cri
-        .create_container(cri::CreateContainerRequest {
-            pod_sandbox_id: pod.id.clone(),
-            config: Some(config),
-            sandbox_config: Some(pod.config.clone()),
-        })
-        .await
-        .expect("CreateContainer")
-        .into_inner()
-        .container_id;
-    cri.start_container(cri::StartContainerRequest {
-        container_id: id.clone(),
-    })
-    .await
-    .expect("StartContainer");
-    id
-}
-
-/// UpdateContainerResources as a static CPU manager sends it: the same limit and request,
-/// its own cpuset.
-async fn update_cpuset(cri: &mut RuntimeServiceClient<Channel>, container: &str, cpus: &str) {
-    cri.update_container_resources(cri::UpdateContainerResourcesRequest {
-        container_id: container.to_owned(),
-        linux: Some(cri::LinuxContainerResources {
-            cpu_period: 100_000,
-            cpu_quota: 100_000,
-            cpu_shares: 1024,
-            cpuset_cpus: cpus.to_owned(),
-            ..Default::default()
-        }),
-        ..Default::default()
-    })
-    .await
-    .expect("UpdateContainerResources");
-}
-
-async fn remove_pod(cri: &mut RuntimeServiceClient<Channel>, pod: &TestPod, containers: &[&str]) {
-    for c in containers {
-        cri.stop_container(cri::StopContainerRequest {
-            container_id: c.to_string(),
-            timeout: 0,
-        })
-        .await
-        .expect("StopContainer");
-        cri.remove_container(cri::RemoveContainerRequest {
-            container_id: c.to_string(),
-        })
-        .await
-        .expect("RemoveContainer");
-    }
-    cri.stop_pod_sandbox(cri::StopPodSandboxRequest {
-        pod_sandbox_id: pod.id.clone(),
-    })
-    .await
-    .expect("StopPodSandbox");
-    cri.remove_pod_sandbox(cri::RemovePodSandboxRequest {
-        pod_sandbox_id: pod.id.clone(),
-    })
-    .await
-    .expect("RemovePodSandbox");
-}
-
-/// The container's cpuset as the kernel has it: (cpus, mems).
-fn cpuset(pod: &TestPod, container: &str) -> (String, String) {
-    let read = |f| {
-        std::fs::read_to_string(Containerd::cpuset_file(&pod.parent, container, f))
-            .unwrap_or_else(|e| panic!("{f} of {container}: {e}"))
-            .trim()
-            .to_owned()
-    };
-    (read("cpuset.cpus"), read("cpuset.mems"))
-}
-
-/// Waits for an effect containerd applies after the plugin answered (a synchronization's
-/// updates), bounded: it normally takes milliseconds.
-async fn wait_cpuset(pod: &TestPod, container: &str, want: (&str, &str)) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let got = cpuset(pod, container);
-        if (got.0.as_str(), got.1.as_str()) == want {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "cpuset of {container} is {got:?}, not {want:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 async fn connected(plugin: &Plugin) {
     let mut status = plugin.status();
     tokio::time::timeout(
@@ -309,17 +137,10 @@ fn config(ctrd: &Containerd) -> Config {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn containerd_places_holds_and_moves_pods_through_the_plugin() {
     let t0 = Instant::now();
-    let mut ctrd = match Containerd::start() {
-        Ok(c) => c,
-        Err(skip) => {
-            eprintln!("skipped: {}", skip.0);
-            return;
-        }
+    let Some(mut ctrd) = Containerd::start_or_say() else {
+        return;
     };
-    let all = std::fs::read_to_string("/sys/fs/cgroup/cpuset/cpuset.cpus")
-        .expect("root cpuset")
-        .trim()
-        .to_owned();
+    let all = root_cpus();
     let root_cpus: placed_core::cpuset::CpuSet = all.parse().expect("root cpuset");
     if !root_cpus.contains(1) || !root_cpus.contains(0) {
         eprintln!("skipped: CPUs 0 and 1 are needed to show a pin, the host has {all}");
@@ -345,7 +166,7 @@ async fn containerd_places_holds_and_moves_pods_through_the_plugin() {
     let mut cri = ctrd.cri().await;
 
     // Created pinned: the CreateContainer adjustment set its cpuset.
-    let pod_a = run_pod(&mut ctrd, &mut cri, "web", true).await;
+    let pod_a = run_pod(&mut ctrd, &mut cri, "web", MANAGED).await;
     let web = start_container(&mut cri, &pod_a, "web").await;
     assert_eq!(cpuset(&pod_a, &web), ("1".into(), "0".into()));
     // What the placer was told, as containerd fills placed's protocol subset.
@@ -382,7 +203,7 @@ async fn containerd_places_holds_and_moves_pods_through_the_plugin() {
 
     // An unannotated pod is left as containerd makes it, and takes a CRI cpuset as
     // given (what the hold below prevents for placed's containers).
-    let pod_c = run_pod(&mut ctrd, &mut cri, "plain", false).await;
+    let pod_c = run_pod(&mut ctrd, &mut cri, "plain", &[]).await;
     let plain = start_container(&mut cri, &pod_c, "plain").await;
     assert_eq!(cpuset(&pod_c, &plain).0, all);
     assert_eq!(creates.recv().await.unwrap().1.id, plain);
@@ -412,7 +233,7 @@ async fn containerd_places_holds_and_moves_pods_through_the_plugin() {
 
     // With placed down, a pod still starts, as containerd would start it.
     plugin.stop().await;
-    let pod_b = run_pod(&mut ctrd, &mut cri, "batch", true).await;
+    let pod_b = run_pod(&mut ctrd, &mut cri, "batch", MANAGED).await;
     let batch = start_container(&mut cri, &pod_b, "batch").await;
     assert_eq!(
         cpuset(&pod_b, &batch).0,

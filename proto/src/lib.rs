@@ -6,6 +6,7 @@
 //! into its domain commands and back, `placectl` converts what it prints.
 
 pub mod convert;
+pub mod metric_text;
 pub mod unix;
 
 /// Generated protobuf and tonic code for package `placed.v1`.

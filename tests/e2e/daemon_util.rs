@@ -126,12 +126,14 @@ resync_interval = "{resync}"
 default = "{policy}"
 {policy_lines}
 # This 2-core test machine is shared with the test harness itself: short windows, and no
-# dropping of windows for foreign load (the default would refuse every measurement here).
+# dropping of windows for foreign load or CPU steal (the defaults would refuse most
+# measurements here when CI runs the suite under load).
 [observe]
 warmup = "{warmup}"
 window = "200ms"
 windows = 8
 max_foreign_load = 1.0
+max_steal = 1.0
 {watch_interval}
 allow_command_metrics = {command_metrics}
 {extra}

@@ -84,6 +84,7 @@ warmup = "300ms"
 window = "300ms"
 windows = 8
 max_foreign_load = 1.0
+max_steal = 1.0
 EOF
 # Installed where an operator would put it: the unit's PrivateTmp hides a build tree under
 # /tmp, and ProtectHome one under /home.

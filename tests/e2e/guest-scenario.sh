@@ -81,6 +81,7 @@ window = "500ms"
 windows = 8
 watch_interval = "15s"
 max_foreign_load = 1.0
+max_steal = 1.0
 EOF
 touch /usr/local/bin/placed && mount --bind "$PLACED" /usr/local/bin/placed || die install
 sed "s|^ExecStart=.*|ExecStart=/usr/local/bin/placed --config /etc/placed/placed.toml|" "$UNIT" \

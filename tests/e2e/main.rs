@@ -16,7 +16,10 @@ mod enact;
 mod guest;
 #[path = "../support/guest.rs"]
 mod guest_support;
+mod kubernetes;
 mod memory;
+#[path = "../../nri/tests/support/mod.rs"]
+mod nri_support;
 mod offline;
 mod ops;
 mod package;

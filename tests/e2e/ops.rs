@@ -253,14 +253,17 @@ fn metrics_pass_promtool_and_follow_the_containers() {
 
     let (content_type, text) = scrape(d.metrics_port, None);
     assert_eq!(content_type, "text/plain; version=0.0.4; charset=utf-8");
-    let series = r#"placed_container_units{container="c1",runtime="cgroup",policy="observe"}"#;
-    assert!(text.contains(series), "{text}");
+    // Series are keyed by the container's unique id; its name is an extra label.
+    let labels = format!(r#"id="{c1}",container="c1",runtime="cgroup",policy="observe""#);
+    let series = format!("placed_container_units{{{labels}}}");
+    assert!(text.contains(&series), "{text}");
+    let overrides = format!("placed_container_overrides_total{{{labels}}} 0");
     for family in [
         "placed_build_info{",
         "process_open_fds ",
         "placed_errors_total{kind=\"enact\"} 0",
         "placed_placement_overrides_total{action=\"gave_up\"} 0",
-        "placed_container_overrides_total{container=\"c1\",runtime=\"cgroup\",policy=\"observe\"} 0",
+        &overrides,
     ] {
         assert!(text.contains(family), "{family} missing:\n{text}");
     }

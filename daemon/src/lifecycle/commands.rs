@@ -404,6 +404,12 @@ impl Daemon {
                 .map(|w| w.clone())
                 .unwrap_or_default()
                 .into_iter()
+                .chain(
+                    s.conditions
+                        .lock()
+                        .map(|c| c.values().cloned().collect::<Vec<_>>())
+                        .unwrap_or_default(),
+                )
                 .chain(models.iter().filter_map(below_gate_warning))
                 .chain(s.models.refused())
                 .collect(),
@@ -471,6 +477,9 @@ fn settings_applied(record: &mut ContainerRecord, req: &ManageRequest) -> bool {
         record.metric = Some(m.clone());
     }
     record.labels = merged(&record.labels, &req.labels);
+    if let Some(name) = &req.name {
+        record.name.clone_from(name);
+    }
     let changed = before
         != (
             record.vcpus,

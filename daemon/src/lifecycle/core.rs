@@ -43,6 +43,9 @@ pub(crate) struct Core {
     pub started: Instant,
     /// What `placectl status` warns about (missing hardware counters, configuration).
     pub warnings: Mutex<Vec<String>>,
+    /// Warnings that last while a condition does (the NRI connection, the kubelet's CPU
+    /// manager), by what they are about.
+    pub conditions: Mutex<std::collections::BTreeMap<&'static str, String>>,
 }
 
 impl Core {
@@ -76,6 +79,7 @@ impl Core {
             tasks: TaskTracker::new(),
             started: Instant::now(),
             warnings: Mutex::new(warnings),
+            conditions: Mutex::default(),
         }))
     }
 

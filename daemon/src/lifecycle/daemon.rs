@@ -89,6 +89,42 @@ impl Daemon {
         self.core.telemetry.events.feed(after)
     }
 
+    /// Tells watchers and the log something about a container that is not the daemon's
+    /// doing (a pod's annotations it could not use, a pod left to the runtime).
+    pub fn note(&self, container: &str, message: String) {
+        tracing::warn!(container, "{message}");
+        self.core.telemetry.send(events::Event {
+            unix_ms: events::now_ms(),
+            container: container.to_owned(),
+            kind: events::EventKind::Error,
+            state: crate::state::Lifecycle::Discovered,
+            placement: None,
+            message,
+            cpuset_override: None,
+            labels: Default::default(),
+        });
+    }
+
+    /// Sets (`Some`) or clears the warning `placectl status` shows about `about` while a
+    /// condition lasts; a change is logged once.
+    pub fn set_condition(&self, about: &'static str, warning: Option<String>) {
+        let mut c = self
+            .core
+            .conditions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        match warning {
+            Some(w) if c.get(about) != Some(&w) => {
+                tracing::warn!("{w}");
+                c.insert(about, w);
+            }
+            None => {
+                c.remove(about);
+            }
+            Some(_) => {}
+        }
+    }
+
     /// The sequence number of the last event issued.
     pub fn last_event(&self) -> u64 {
         self.core.telemetry.events.last_sequence()

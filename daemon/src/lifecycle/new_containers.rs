@@ -45,6 +45,11 @@ impl Daemon {
         Ok(r)
     }
 
+    /// The hold made for the runtime's container `runtime_id` (at NRI CreateContainer).
+    pub fn reservation_for(&self, runtime_id: &str) -> Option<String> {
+        self.core.reservations.for_container(runtime_id)
+    }
+
     /// The holds in force.
     pub fn reservations(&self) -> Vec<ReservationRecord> {
         self.core.reservations.records()

@@ -132,8 +132,13 @@ pub(crate) fn record_for(
         None => core.node.pmu.then_some(SourceSpec::Perf { ipc: false }),
     };
     // A plain cgroup is known by its last component, as a container by its name.
-    let name = match (&container.runtime, &container.name) {
-        (Runtime::Cgroup, None) => container.cgroup.name().to_owned(),
+    let name = match (
+        settings.and_then(|s| s.name.clone()),
+        &container.runtime,
+        &container.name,
+    ) {
+        (Some(name), _, _) => name,
+        (None, Runtime::Cgroup, None) => container.cgroup.name().to_owned(),
         _ => container.label(),
     };
     ContainerRecord {

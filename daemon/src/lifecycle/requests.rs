@@ -38,6 +38,9 @@ pub struct ManageRequest {
     pub reservation: Option<String>,
     /// Check and answer what would happen; change nothing.
     pub dry_run: bool,
+    /// The name people know it by, when the caller knows better than the host (NRI:
+    /// `namespace/pod/container`).
+    pub name: Option<String>,
 }
 
 /// Where `Place` puts a container.

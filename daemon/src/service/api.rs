@@ -228,6 +228,7 @@ impl Api {
                 labels: r.labels.into_iter().collect(),
                 reservation: (!r.reservation.is_empty()).then_some(r.reservation),
                 dry_run: r.dry_run,
+                name: None,
             })
             .await
             .map_err(status_of)?;

@@ -44,6 +44,7 @@ use tonic_health::server::HealthReporter;
 
 pub use access::Access;
 pub use api::{Api, status_of};
+pub use convert::metric_from_pb;
 
 /// The service name health reports under (and "" for the whole server).
 pub const SERVICE: &str = SERVICE_NAME;

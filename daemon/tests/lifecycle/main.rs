@@ -16,6 +16,7 @@ mod busy;
 mod drift;
 mod layout;
 mod metric;
+mod nri;
 mod reconcile;
 mod settings;
 mod sharing;

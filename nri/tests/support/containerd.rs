@@ -198,6 +198,17 @@ state = "{state}"
         }
     }
 
+    /// [`Containerd::start`], or `None` after saying why the test is skipped.
+    pub fn start_or_say() -> Option<Self> {
+        match Self::start() {
+            Ok(c) => Some(c),
+            Err(skip) => {
+                eprintln!("skipped: {}", skip.0);
+                None
+            }
+        }
+    }
+
     /// Runs `ctr` against this instance, in the CRI's namespace; panics with its output
     /// when it fails.
     pub fn ctr(&self, args: &[&str]) -> String {

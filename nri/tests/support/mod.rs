@@ -1,1 +1,3 @@
+#![allow(dead_code, reason = "each test binary uses a part")]
 pub mod containerd;
+pub mod pods;
