@@ -41,6 +41,7 @@ pub(crate) async fn restore(core: &Arc<Core>) -> Result<(), StartError> {
         .unmanaged()
         .extend(state.unmanaged.iter().cloned());
     // Still held, each for what remains of its time; those past it end now.
+    core.live.restore(state.stopped_models.clone());
     let expired = core.reservations.restore(state.reservations.clone());
     super::expiry::release(core, &expired, "expired while placed was down").await;
     let loaded = state.containers.clone();
@@ -65,6 +66,7 @@ pub(crate) async fn restore(core: &Arc<Core>) -> Result<(), StartError> {
             placement: rec.assigned.as_ref().and_then(|a| a.placement.clone()),
             message: format!("adopted from the state file: {note}"),
             cpuset_override: None,
+            outcome: None,
             labels: rec.labels.clone(),
         });
         let id = rec.id.clone();
