@@ -126,7 +126,7 @@ fn the_computed_false_alarm_rate_matches_replayed_streams() {
         }
     }
     let replayed = f64::from(trips) / f64::from(trials);
-    // 20,000 trials: a standard error of about 0.06 points at 0.7%.
+    // 20,000 trials: a standard error of about 0.05 points at 0.5%.
     assert!((replayed - exact).abs() < 0.003, "{replayed} vs {exact}");
     assert!(exact < 0.01, "{exact}");
 }
@@ -229,8 +229,12 @@ fn simulated_gate_trips_on_twice_the_error_and_rarely_on_an_accurate_model() {
             gate.false_alarm(0.1, 20) * 100.0,
             mean(&wrong_errors),
         );
-        assert!(tripped_of_10000 < 100, "{tripped_of_10000} of 10,000");
+        assert!(tripped_of_10000 < 100, "{name}: {tripped_of_10000} of 10,000");
         assert!((1.8..2.2).contains(&ratio), "{ratio}");
-        assert!(median <= 20, "{name}: median {median}");
+        // Normal errors: most streams trip within 20 decisions. Heavier tails move fewer
+        // cells past the interval when the scale doubles, so the gate needs more of them.
+        let (most, by) = if name == "normal" { (750, 20) } else { (400, 30) };
+        assert!(within_20 >= most, "{name}: {within_20} of 1000");
+        assert!(median <= by, "{name}: median {median}");
     }
 }
