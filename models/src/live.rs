@@ -215,7 +215,7 @@ pub struct LiveGate {
 /// twice as wrong as cross-validation said.
 pub const DEFAULT_WINDOW: usize = 20;
 /// The default minimum: 10 decisions. Fewer say little (at a 10% nominal miss rate, three
-/// misses in five decisions happen once in 120 windows of an accurate model).
+/// misses in five decisions happen once in 117 windows of an accurate model).
 pub const DEFAULT_MIN_DECISIONS: usize = 10;
 /// The default per-test significance, chosen so that an accurate model trips the gate in
 /// fewer than 1 of 100 windows of 20 decisions ([`LiveGate::false_alarm`]: 0.50% at the
