@@ -414,7 +414,7 @@ fn outcomes_and_stopped_models_are_kept_and_absent_when_empty() {
     store.save(&state).unwrap();
     let text = String::from_utf8(std::fs::read(store.path()).unwrap()).unwrap();
     assert!(text.contains("\"stopped_models\""), "{text}");
-    assert!(text.contains("\"realized\":1.5"), "{text}");
+    assert!(text.contains("\"realized\": 1.5"), "{text}");
     assert_eq!(load(text.as_bytes()), state);
     assert!(!String::from_utf8_lossy(golden(CURRENT)).contains("outcome"));
 }
