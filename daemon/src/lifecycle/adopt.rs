@@ -40,8 +40,12 @@ pub(crate) async fn restore(core: &Arc<Core>) -> Result<(), StartError> {
     core.containers
         .unmanaged()
         .extend(state.unmanaged.iter().cloned());
-    // Still held, each for what remains of its time; those past it end now.
+    // Still stopped: a restart does not hand a model proven wrong its containers back.
     core.live.restore(state.stopped_models.clone());
+    for stopped in core.live.all() {
+        core.telemetry.metrics.live.set(&stopped);
+    }
+    // Still held, each for what remains of its time; those past it end now.
     let expired = core.reservations.restore(state.reservations.clone());
     super::expiry::release(core, &expired, "expired while placed was down").await;
     let loaded = state.containers.clone();
