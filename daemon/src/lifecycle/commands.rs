@@ -455,9 +455,8 @@ impl Daemon {
             model_id: model_id.to_owned(),
             provenance: was.provenance,
             summary: placed_models::live::LiveSummary::of([]),
-            judgement: placed_models::live::LiveGate::default().judge(
-                &placed_models::live::LiveWindow::new(1),
-            ),
+            judgement: placed_models::live::LiveGate::default()
+                .judge(&placed_models::live::LiveWindow::new(1)),
             stopped: None,
         });
         core.telemetry.metrics.live.set(&live);

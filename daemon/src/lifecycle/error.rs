@@ -282,7 +282,8 @@ impl DaemonError {
             // No prediction yet, no room: the state of the host, not the request.
             Self::Policy(_) => Fault::HostConfig,
             Self::Placements { .. } => Fault::InvalidInput,
-            Self::UnknownContainer { .. } | Self::UnknownReservation { .. }
+            Self::UnknownContainer { .. }
+            | Self::UnknownReservation { .. }
             | Self::NotStopped { .. } => Fault::NotFound,
             Self::ReservationMismatch { .. }
             | Self::AmbiguousContainer { .. }

@@ -225,7 +225,10 @@ mod tests {
         assert!(live.enable("bad").is_some());
         assert!(live.stopped("bad").is_none());
         assert_eq!(live.of("bad").map(|m| m.summary.decisions), Some(0));
-        assert!(live.enable("good").is_none(), "not stopped: nothing to enable");
+        assert!(
+            live.enable("good").is_none(),
+            "not stopped: nothing to enable"
+        );
         // A stop read back from the state file holds after a restart.
         let restarted = Live::new(LiveGate::default());
         restarted.restore(vec![StoppedModel {

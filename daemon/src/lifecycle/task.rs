@@ -14,9 +14,9 @@
 use std::time::Duration;
 
 use crate::state::{ContainerRecord, Lifecycle};
-use placed_models::live::Outcome;
 use placed_core::policy::Policy;
 use placed_host::observe::SourceSpec;
+use placed_models::live::Outcome;
 
 use super::decide::Why;
 use super::drift;

@@ -78,9 +78,7 @@ impl LiveMetrics {
             provenance: provenance_name(m.provenance).into(),
         };
         let s = &m.summary;
-        self.decisions
-            .get_or_create(&label)
-            .set(s.decisions as f64);
+        self.decisions.get_or_create(&label).set(s.decisions as f64);
         for (family, value) in [
             (&self.mean_error, s.mean_error),
             (&self.worst_error, s.worst_error),

@@ -55,7 +55,10 @@ async fn decide(d: &mut Running, name: &str, realized: f64) -> placed::lifecycle
 
 async fn hand_back(d: &mut Running, name: &str) {
     d.until_free(name).await;
-    d.daemon.unmanage(&cg(name), false).await.expect("unmanaged");
+    d.daemon
+        .unmanage(&cg(name), false)
+        .await
+        .expect("unmanaged");
 }
 
 #[tokio::test(start_paused = true)]
@@ -86,7 +89,11 @@ async fn a_model_wrong_on_production_containers_is_stopped_and_moves_stop() {
             .cloned()
             .collect();
         // Never on a handful: the gate judges from the tenth decision on.
-        assert_eq!(stopped.len(), usize::from(i == 9), "decision {i}: {stopped:?}");
+        assert_eq!(
+            stopped.len(),
+            usize::from(i == 9),
+            "decision {i}: {stopped:?}"
+        );
         hand_back(&mut d, &name).await;
     }
     let stop = d
@@ -95,8 +102,16 @@ async fn a_model_wrong_on_production_containers_is_stopped_and_moves_stop() {
         .find(|e| e.kind == EventKind::ModelStopped)
         .cloned()
         .expect("stopped");
-    assert!(stop.message.contains("10 of the last 10"), "{}", stop.message);
-    assert!(stop.message.contains("placectl model enable"), "{}", stop.message);
+    assert!(
+        stop.message.contains("10 of the last 10"),
+        "{}",
+        stop.message
+    );
+    assert!(
+        stop.message.contains("placectl model enable"),
+        "{}",
+        stop.message
+    );
     let status = d.daemon.status();
     let live = status
         .live
@@ -107,7 +122,10 @@ async fn a_model_wrong_on_production_containers_is_stopped_and_moves_stop() {
     assert_eq!(live.summary.decisions, 10);
     assert_eq!(live.summary.coverage(), Some(0.0));
     assert!(
-        status.warnings.iter().any(|w| w.contains("stopped by the live gate")),
+        status
+            .warnings
+            .iter()
+            .any(|w| w.contains("stopped by the live gate")),
         "{:?}",
         status.warnings
     );
@@ -134,9 +152,17 @@ async fn a_model_wrong_on_production_containers_is_stopped_and_moves_stop() {
     let live = d.daemon.enable_model(&model_id).await.expect("enabled");
     assert!(live.stopped.is_none());
     assert_eq!(live.summary.decisions, 0);
-    assert!(d.daemon.enable_model(&model_id).await.is_err(), "not stopped any more");
+    assert!(
+        d.daemon.enable_model(&model_id).await.is_err(),
+        "not stopped any more"
+    );
     let e = decide(&mut d, "c11", 1.1).await;
-    assert_eq!(e.outcome.and_then(|o| o.inside()), Some(true), "{:?}", e.message);
+    assert_eq!(
+        e.outcome.and_then(|o| o.inside()),
+        Some(true),
+        "{:?}",
+        e.message
+    );
     d.daemon.shutdown().await;
 }
 

@@ -33,9 +33,16 @@ fn an_outcome_is_scored_as_cross_validation_scores_a_cell() {
         ..o.clone()
     };
     assert!(!measured.scored());
-    assert_eq!(measured.inside(), None, "a measured cell is not the model's");
+    assert_eq!(
+        measured.inside(),
+        None,
+        "a measured cell is not the model's"
+    );
     let s = LiveSummary::of([&o, &measured]);
-    assert_eq!((s.decisions, s.scored, s.with_goal, s.goal_kept), (2, 1, 2, 2));
+    assert_eq!(
+        (s.decisions, s.scored, s.with_goal, s.goal_kept),
+        (2, 1, 2, 2)
+    );
     assert_eq!(s.coverage(), Some(0.0));
     assert!((s.mean_error.unwrap() - 10.0).abs() < 1e-9);
 }
@@ -74,7 +81,10 @@ fn a_handful_of_misses_never_trips_the_gate() {
         w.push(outcome(2.0, 1.0, Some(0.01), None));
     }
     // Nine decisions, all missed: still pending.
-    assert!(matches!(gate.judge(&w), Judgement::Pending { decisions: 9, .. }));
+    assert!(matches!(
+        gate.judge(&w),
+        Judgement::Pending { decisions: 9, .. }
+    ));
     w.push(outcome(2.0, 1.0, Some(0.01), None));
     let j = gate.judge(&w);
     assert!(j.tripped(), "{j:?}");
@@ -88,7 +98,10 @@ fn decisions_without_an_interval_are_not_judged() {
     for _ in 0..30 {
         w.push(outcome(2.0, 1.0, None, None));
     }
-    assert!(matches!(gate.judge(&w), Judgement::Pending { decisions: 0, .. }));
+    assert!(matches!(
+        gate.judge(&w),
+        Judgement::Pending { decisions: 0, .. }
+    ));
 }
 
 #[test]
@@ -151,7 +164,11 @@ fn calibrate(rng: &mut ChaCha8Rng, draw: fn(&mut ChaCha8Rng) -> f64, scale: f64)
     let errors: Vec<f64> = (0..1000).map(|_| scale * draw(rng)).collect();
     let mut scores: Vec<f64> = errors.iter().map(|e| e.abs()).collect();
     let q = conformal_quantile(&mut scores, 0.9).expect("enough cells");
-    let cv = errors.iter().map(|e| e.abs() / (1.0 + e) * 100.0).sum::<f64>() / 1000.0;
+    let cv = errors
+        .iter()
+        .map(|e| e.abs() / (1.0 + e) * 100.0)
+        .sum::<f64>()
+        / 1000.0;
     (q, cv)
 }
 
@@ -205,16 +222,22 @@ fn simulated_gate_trips_on_twice_the_error_and_rarely_on_an_accurate_model() {
             .count();
         let mut many = Vec::new();
         let tripped_of_10000 = (0..10_000)
-            .filter(|_| {
-                decisions_to_trip(&mut rng, &gate, draw, scale, q, 20, &mut many).is_some()
-            })
+            .filter(|_| decisions_to_trip(&mut rng, &gate, draw, scale, q, 20, &mut many).is_some())
             .count();
         // Twice the cross-validated error: the errors' scale doubled.
         let mut wrong_errors = Vec::new();
         let mut to_trip: Vec<usize> = (0..1000)
             .map(|_| {
-                decisions_to_trip(&mut rng, &gate, draw, 2.0 * scale, q, 200, &mut wrong_errors)
-                    .unwrap_or(usize::MAX)
+                decisions_to_trip(
+                    &mut rng,
+                    &gate,
+                    draw,
+                    2.0 * scale,
+                    q,
+                    200,
+                    &mut wrong_errors,
+                )
+                .unwrap_or(usize::MAX)
             })
             .collect();
         to_trip.sort_unstable();
@@ -229,11 +252,18 @@ fn simulated_gate_trips_on_twice_the_error_and_rarely_on_an_accurate_model() {
             gate.false_alarm(0.1, 20) * 100.0,
             mean(&wrong_errors),
         );
-        assert!(tripped_of_10000 < 100, "{name}: {tripped_of_10000} of 10,000");
+        assert!(
+            tripped_of_10000 < 100,
+            "{name}: {tripped_of_10000} of 10,000"
+        );
         assert!((1.8..2.2).contains(&ratio), "{ratio}");
         // Normal errors: most streams trip within 20 decisions. Heavier tails move fewer
         // cells past the interval when the scale doubles, so the gate needs more of them.
-        let (most, by) = if name == "normal" { (750, 20) } else { (400, 30) };
+        let (most, by) = if name == "normal" {
+            (750, 20)
+        } else {
+            (400, 30)
+        };
         assert!(within_20 >= most, "{name}: {within_20} of 1000");
         assert!(median <= by, "{name}: median {median}");
     }

@@ -109,7 +109,11 @@ pub fn outcome_line(o: &pb::DecisionOutcome) -> String {
     } else if o.interval_level > 0.0 {
         format!(
             "{} its {:.0}% interval {:.3}-{:.3}",
-            if o.inside_interval { "inside" } else { "OUTSIDE" },
+            if o.inside_interval {
+                "inside"
+            } else {
+                "OUTSIDE"
+            },
             o.interval_level * 100.0,
             o.interval_low,
             o.interval_high
@@ -141,9 +145,9 @@ pub fn outcome_line(o: &pb::DecisionOutcome) -> String {
 }
 
 pub fn outcome_json(o: &pb::DecisionOutcome) -> Value {
-    let interval = (o.interval_level > 0.0).then(|| {
-        json!({"low": o.interval_low, "high": o.interval_high, "level": o.interval_level})
-    });
+    let interval = (o.interval_level > 0.0).then(
+        || json!({"low": o.interval_low, "high": o.interval_high, "level": o.interval_level}),
+    );
     json!({
         "model_id": o.model_id, "provenance": provenance_name(o.provenance),
         "placement": o.placement_id, "predicted": o.predicted, "interval": interval,
@@ -287,6 +291,41 @@ mod tests {
         assert_eq!(j["cpuset_override"]["found_mems"], "0-1");
         let plain = container_json(&pb::Container::default());
         assert!(plain["cpuset_override"].is_null(), "{plain}");
+    }
+
+    #[test]
+    fn a_checked_decision_says_what_was_measured_in_the_table_and_in_json() {
+        let c = pb::Container {
+            name: "web".into(),
+            detail: "moved".into(),
+            outcome: Some(pb::DecisionOutcome {
+                model_id: "m1".into(),
+                provenance: pb::Provenance::Simulated as i32,
+                placement_id: "numa1-core4".into(),
+                predicted: 1.1,
+                interval_low: 1.09,
+                interval_high: 1.11,
+                interval_level: 0.9,
+                realized: 1.5,
+                error_percent: 26.7,
+                goal: 1.0,
+                goal_kept: true,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let table = render_containers(std::slice::from_ref(&c));
+        assert!(table.contains("moved; checked at"), "{table}");
+        assert!(
+            table.contains("OUTSIDE its 90% interval 1.090-1.110"),
+            "{table}"
+        );
+        assert!(table.contains("[model data: simulated]"), "{table}");
+        let j = container_json(&c);
+        assert_eq!(j["outcome"]["inside_interval"], false);
+        assert_eq!(j["outcome"]["goal_kept"], true);
+        assert_eq!(j["outcome"]["interval"]["level"], 0.9);
+        assert!(container_json(&pb::Container::default())["outcome"].is_null());
     }
 
     #[test]

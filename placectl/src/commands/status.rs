@@ -87,9 +87,19 @@ pub fn render_status(s: &pb::GetStatusResponse) -> String {
         o.push_str(&t.render("  "));
     }
     if !s.live.is_empty() {
-        let _ = writeln!(o, "\nLive accuracy (each model's last decisions on this host)");
+        let _ = writeln!(
+            o,
+            "\nLive accuracy (each model's last decisions on this host)"
+        );
         let mut t = Table::new([
-            "MODEL", "DATA", "DECISIONS", "MEAN %", "WORST %", "COVERAGE", "GOALS", "GATE",
+            "MODEL",
+            "DATA",
+            "DECISIONS",
+            "MEAN %",
+            "WORST %",
+            "COVERAGE",
+            "GOALS",
+            "GATE",
         ])
         .right(2)
         .right(3)
