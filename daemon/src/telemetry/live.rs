@@ -108,3 +108,49 @@ pub fn provenance_name(p: placed_models::Provenance) -> &'static str {
         placed_models::Provenance::Simulated => "simulated",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::telemetry::{Metrics, serve::Format};
+    use placed_models::live::{LiveGate, LiveSummary, LiveWindow};
+
+    #[test]
+    fn a_model_s_live_figures_are_series_labelled_with_its_provenance() {
+        let metrics = Metrics::default();
+        // No model has decided anything yet: no series (a model's label is not known).
+        let text = metrics.render(Format::Text);
+        assert!(!text.contains("placed_model_live_decisions{"), "{text}");
+        let mut summary = LiveSummary::of([]);
+        summary.decisions = 12;
+        summary.scored = 12;
+        summary.mean_error = Some(4.5);
+        summary.worst_error = Some(9.0);
+        summary.with_interval = 10;
+        summary.covered = 9;
+        metrics.live.set(&ModelLive {
+            model_id: "m1".into(),
+            provenance: placed_models::Provenance::Simulated,
+            summary,
+            judgement: LiveGate::default().judge(&LiveWindow::new(1)),
+            stopped: None,
+        });
+        let text = metrics.render(Format::Text);
+        let labels = r#"{model="m1",provenance="simulated"}"#;
+        let sample = |family: &str| {
+            let start = format!("{family}{labels} ");
+            text.lines()
+                .find_map(|l| l.strip_prefix(start.as_str()))
+                .and_then(|v| v.trim().parse::<f64>().ok())
+        };
+        assert_eq!(sample("placed_model_live_decisions"), Some(12.0), "{text}");
+        assert_eq!(sample("placed_model_live_mean_error_percent"), Some(4.5));
+        assert_eq!(sample("placed_model_live_interval_coverage"), Some(0.9));
+        assert_eq!(sample("placed_model_live_stopped"), Some(0.0));
+        // No goal was judged: no figure rather than a zero.
+        assert!(
+            !text.contains("placed_model_live_goal_attainment{"),
+            "{text}"
+        );
+    }
+}
