@@ -180,6 +180,7 @@ fn seeded_state(machine: &Machine, ids: &[(String, String)], placement: &str) ->
         written_unix_ms: 0,
         unmanaged: Vec::new(),
         reservations: Vec::new(),
+        stopped_models: Vec::new(),
         fingerprint: machine.fingerprint().to_owned(),
         containers: ids
             .iter()

@@ -130,6 +130,7 @@ fn state(machine: &Machine) -> State {
         ],
         unmanaged: vec!["/docker/handed-back".into()],
         reservations: Vec::new(),
+        stopped_models: Vec::new(),
     }
 }
 

@@ -13,6 +13,7 @@
 //! - [`gate`]: the accuracy gate a model must pass to move containers.
 //! - [`interval`]: prediction intervals calibrated on the held-out folds (conformal).
 //! - [`check`]: a fitted model applied to data it was not trained on.
+//! - [`live`]: decisions checked against what happened afterwards, and the live gate.
 //! - [`categories`]: k-means categories, the category tree (linfa-trees), the iterative
 //!   method (algorithm 4), novelty.
 //! - [`evaluation`]: probe selection and the cross-validated comparison of the forest, the
@@ -55,6 +56,7 @@ pub mod gate;
 pub mod hold_out;
 pub mod interval;
 pub mod json_error;
+pub mod live;
 pub mod model;
 pub mod model_file;
 pub mod predictor;

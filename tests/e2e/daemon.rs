@@ -589,6 +589,7 @@ fn a_restart_thaws_and_settles_an_interrupted_migration() {
         written_unix_ms: 0,
         unmanaged: Vec::new(),
         reservations: Vec::new(),
+        stopped_models: Vec::new(),
         fingerprint: placed_core::machine::Machine::load(
             &placed_core::machine::TopologySource::Host,
             None,
@@ -651,6 +652,7 @@ fn a_state_file_from_another_machine_class_is_refused_with_instructions() {
             written_unix_ms: 0,
             unmanaged: Vec::new(),
             reservations: Vec::new(),
+            stopped_models: Vec::new(),
             fingerprint: "mc1-0000000000000000".into(),
             containers: Vec::new(),
         })
@@ -1099,6 +1101,7 @@ fn a_request_during_an_operation_is_aborted_with_what_and_since_when() {
         written_unix_ms: 0,
         unmanaged: Vec::new(),
         reservations: Vec::new(),
+        stopped_models: Vec::new(),
         fingerprint: m.fingerprint().to_owned(),
         containers: vec![watched_under_model(
             &c1.to_string(),

@@ -418,6 +418,7 @@ fn announce(core: &Core, r: &ReservationRecord) {
             r.assigned.units, r.assigned.cpus, r.assigned.mems, r.vcpus, r.expires_unix_ms
         ),
         cpuset_override: None,
+        outcome: None,
         labels: r.labels.clone(),
     });
 }

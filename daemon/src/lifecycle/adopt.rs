@@ -40,6 +40,11 @@ pub(crate) async fn restore(core: &Arc<Core>) -> Result<(), StartError> {
     core.containers
         .unmanaged()
         .extend(state.unmanaged.iter().cloned());
+    // Still stopped: a restart does not hand a model proven wrong its containers back.
+    core.live.restore(state.stopped_models.clone());
+    for stopped in core.live.all() {
+        core.telemetry.metrics.live.set(&stopped);
+    }
     // Still held, each for what remains of its time; those past it end now.
     let expired = core.reservations.restore(state.reservations.clone());
     super::expiry::release(core, &expired, "expired while placed was down").await;
@@ -65,6 +70,7 @@ pub(crate) async fn restore(core: &Arc<Core>) -> Result<(), StartError> {
             placement: rec.assigned.as_ref().and_then(|a| a.placement.clone()),
             message: format!("adopted from the state file: {note}"),
             cpuset_override: None,
+            outcome: None,
             labels: rec.labels.clone(),
         });
         let id = rec.id.clone();

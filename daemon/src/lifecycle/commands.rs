@@ -17,6 +17,7 @@ use super::error::{DaemonError, joined};
 use super::events::now_ms;
 use super::handle::Handle;
 use super::joint::join_or_start;
+use super::live::ModelLive;
 use super::models::LoadedModel;
 use super::register::{Registered, merged, register, start_on};
 use super::requests::{
@@ -390,6 +391,17 @@ impl Daemon {
     pub fn status(&self) -> StatusView {
         let s = &self.core;
         let models = s.models.all();
+        let live = s.live.all();
+        let stopped = live.iter().filter_map(|m| m.stopped.as_ref()).map(|st| {
+            format!(
+                "model {} is stopped by the live gate since {} ({}): containers it covers are observed, never moved; retrain it or enable it again (placectl model enable {})",
+                st.model_id,
+                super::live::rfc3339(st.since_unix_ms),
+                st.reason,
+                st.model_id
+            )
+        });
+        let warnings: Vec<String> = stopped.collect();
         StatusView {
             fingerprint: s.node.machine.fingerprint().to_owned(),
             uptime: s.started.elapsed(),
@@ -412,8 +424,53 @@ impl Daemon {
                 )
                 .chain(models.iter().filter_map(below_gate_warning))
                 .chain(s.models.refused())
+                .chain(warnings)
                 .collect(),
+            live,
         }
+    }
+
+    /// An operator's word that a model the live gate stopped may move containers again:
+    /// its window starts afresh, and containers waiting on it are woken.
+    pub async fn enable_model(&self, model_id: &str) -> Result<ModelLive, DaemonError> {
+        let core = &self.core;
+        let was = core
+            .live
+            .enable(model_id)
+            .ok_or_else(|| DaemonError::NotStopped {
+                model_id: model_id.to_owned(),
+            })?;
+        let message = format!(
+            "model {model_id} enabled again by an operator (stopped since {}: {}); its live window starts afresh",
+            super::live::rfc3339(was.since_unix_ms),
+            was.reason
+        );
+        tracing::warn!("{message}");
+        core.telemetry.send(super::events::Event {
+            unix_ms: now_ms(),
+            container: model_id.to_owned(),
+            kind: super::events::EventKind::ModelEnabled,
+            state: Lifecycle::Watched,
+            placement: None,
+            message,
+            cpuset_override: None,
+            outcome: None,
+            labels: Default::default(),
+        });
+        let live = core.live.of(model_id).unwrap_or(ModelLive {
+            model_id: model_id.to_owned(),
+            provenance: was.provenance,
+            summary: placed_models::live::LiveSummary::of([]),
+            judgement: placed_models::live::LiveGate::default()
+                .judge(&placed_models::live::LiveWindow::new(1)),
+            stopped: None,
+        });
+        core.telemetry.metrics.live.set(&live);
+        for e in core.containers.registry().entries.values() {
+            e.wake.notify_one();
+        }
+        core.persist().await?;
+        Ok(live)
     }
 }
 

@@ -20,6 +20,7 @@ use super::entry::Entry;
 use super::environment::{Environment, StartError};
 use super::error::DaemonError;
 use super::events::{Event, EventKind, Events, now_ms};
+use super::live::Live;
 use super::models::ModelLibrary;
 use super::node::Node;
 use super::persistence::Persistence;
@@ -36,6 +37,8 @@ pub(crate) struct Core {
     pub persistence: Arc<Persistence>,
     pub telemetry: Telemetry,
     pub models: ModelLibrary,
+    /// Every model's decisions checked against what happened, and its live gate.
+    pub live: Live,
     /// Cancelled at shutdown: every task and check stops at its next await.
     pub cancel: CancellationToken,
     /// Every task the daemon starts, waited for at shutdown.
@@ -75,6 +78,7 @@ impl Core {
             persistence: Arc::new(Persistence::new(store, metrics.state_writes.clone())),
             telemetry: Telemetry::new(events, metrics),
             models,
+            live: Live::new(placed_models::live::LiveGate::default()),
             cancel: CancellationToken::new(),
             tasks: TaskTracker::new(),
             started: Instant::now(),
@@ -142,6 +146,7 @@ impl Core {
                 .collect(),
             unmanaged,
             reservations,
+            stopped_models: self.live.stopped_all(),
         }
     }
 
@@ -192,6 +197,7 @@ impl Core {
             placement: None,
             message: format!("{} vanished; forgotten", entry.record.name),
             cpuset_override: None,
+            outcome: None,
             labels: entry.record.labels.clone(),
         });
         if let Err(e) = self.persist().await {

@@ -105,6 +105,22 @@ pub enum DaemonError {
         dir: String,
     },
 
+    /// The live gate stopped the model: on this host's own containers its intervals missed
+    /// what was measured far more often than its calibration promised.
+    #[error(
+        "model {model_id} is stopped by the live gate since {since} ({reason}): the daemon observes with it and moves nothing; retrain it with this host's production data, or enable it again with `placectl model enable {model_id}`"
+    )]
+    ModelStopped {
+        model_id: String,
+        /// When it was stopped, RFC 3339.
+        since: String,
+        reason: String,
+    },
+
+    /// No model of that id is stopped (enabling one).
+    #[error("model {} is not stopped by the live gate: nothing to enable", clip(.model_id))]
+    NotStopped { model_id: String },
+
     /// The container has no metric source to be measured with.
     #[error(
         "container {} has no metric source: give it one with Manage (placectl manage {} --metric ...), or run on a host with hardware counters",
@@ -266,7 +282,9 @@ impl DaemonError {
             // No prediction yet, no room: the state of the host, not the request.
             Self::Policy(_) => Fault::HostConfig,
             Self::Placements { .. } => Fault::InvalidInput,
-            Self::UnknownContainer { .. } | Self::UnknownReservation { .. } => Fault::NotFound,
+            Self::UnknownContainer { .. }
+            | Self::UnknownReservation { .. }
+            | Self::NotStopped { .. } => Fault::NotFound,
             Self::ReservationMismatch { .. }
             | Self::AmbiguousContainer { .. }
             | Self::Nested { .. } => Fault::InvalidInput,
@@ -274,6 +292,7 @@ impl DaemonError {
             Self::Busy { .. } => Fault::Conflict,
             Self::NoModel { .. }
             | Self::BelowGate { .. }
+            | Self::ModelStopped { .. }
             | Self::NoMetric { .. }
             | Self::NoPmu
             | Self::CommandMetricsOff
@@ -333,6 +352,8 @@ impl DaemonError {
             Self::Busy { .. } => "CONTAINER_BUSY",
             Self::NoModel { .. } => "NO_MODEL",
             Self::BelowGate { .. } => "MODEL_BELOW_GATE",
+            Self::ModelStopped { .. } => "MODEL_STOPPED",
+            Self::NotStopped { .. } => "MODEL_NOT_STOPPED",
             Self::NoMetric { .. } => "NO_METRIC",
             Self::NoPmu => "NO_PMU",
             Self::CommandMetricsOff => "COMMAND_METRICS_OFF",

@@ -68,6 +68,11 @@ impl Handle {
         if let (Some(reason), Journal::EachMove) = (&below_gate, journal) {
             return Err(self.below_gate(&loaded, reason, rec.vcpus));
         }
+        // So does a model the live gate stopped: evaluating would move the container
+        // through the baseline and the probe for a decision that will not be made.
+        if journal == Journal::EachMove {
+            core.live.check(model.id())?;
+        }
         source.ensure(self, &rec).await?;
         let mut measured: Vec<(String, Measurement)> = Vec::with_capacity(2);
         for (state, placement_id) in [

@@ -37,6 +37,14 @@ pub enum EventKind {
     Released,
     /// A container claimed a hold: it starts on the reserved units.
     Claimed,
+    /// A decision set against the watch measurement that followed it (the event's
+    /// `outcome`).
+    Outcome,
+    /// The live gate stopped a model: containers on it are observed, not moved (the
+    /// event's `container` is the container whose outcome tripped it).
+    ModelStopped,
+    /// An operator enabled a stopped model again (`container` is the model's id).
+    ModelEnabled,
 }
 
 /// One event about one container.
@@ -50,6 +58,8 @@ pub struct Event {
     pub message: String,
     /// An `Overridden` event's cpusets, expected and found, and what the daemon did.
     pub cpuset_override: Option<OverrideRecord>,
+    /// An `Outcome` event's decision and what was measured after it.
+    pub outcome: Option<placed_models::live::Outcome>,
     /// The container's labels (a reservation's, for its events), for watchers filtering
     /// on them.
     pub labels: BTreeMap<String, String>,
@@ -214,6 +224,7 @@ mod tests {
             placement: None,
             message: String::new(),
             cpuset_override: None,
+            outcome: None,
             labels: BTreeMap::new(),
         }
     }

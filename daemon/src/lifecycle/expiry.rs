@@ -67,6 +67,7 @@ pub(crate) async fn release(core: &Arc<Core>, gone: &[ReservationRecord], why: &
                 r.id, r.assigned.units
             ),
             cpuset_override: None,
+            outcome: None,
             labels: r.labels.clone(),
         });
     }

@@ -105,6 +105,7 @@ impl Handle {
             placement,
             message,
             cpuset_override: None,
+            outcome: None,
             labels,
         });
     }

@@ -18,6 +18,9 @@ pub(crate) struct MetricSlot {
     /// Watch measurements in a row whose interval missed the prediction's (the drift
     /// rule's evidence); kept with the source because it counts that source's readings.
     pub drift_count: u32,
+    /// The goal of a decision made on this source's measurements whose outcome the next
+    /// watch measurement gives (a fresh evaluation sets it again).
+    pub awaiting_outcome: Option<f64>,
 }
 
 impl MetricSlot {

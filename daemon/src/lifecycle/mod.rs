@@ -28,6 +28,7 @@
 //!   steps, below) starts or joins one.
 //! - `telemetry`: events and metrics.
 //! - `models`: the model files, by machine class and vCPU count.
+//! - `live`: every model's decisions checked against what happened, and its live gate.
 //! - `reservations`: units held for containers not started yet, until claimed or expired.
 //! - `core`: the rooms put together, and what spans them (a save, forgetting a container).
 //!
@@ -39,6 +40,7 @@
 //! - `evaluate`: baseline, probe and prediction; the third measurement.
 //! - `decide`: applying a policy: what it chooses, and the move when it pays or is ordered.
 //! - `overrides`: its cpuset checked against what placed enacted, and a difference handled.
+//! - `outcome`: a decision checked against the watch measurement after it.
 //! - `settle`: what an interrupted move or prediction left, settled.
 //! - `task`: its lifecycle's state machine.
 //! - `register`: taking it under management and starting its task (on its reservation's
@@ -76,11 +78,13 @@ mod inflight;
 mod inotify;
 mod joint;
 pub mod labels;
+mod live;
 mod measure;
 mod models;
 mod moving;
 mod new_containers;
 mod node;
+mod outcome;
 mod overrides;
 mod persistence;
 mod reconcile;
@@ -99,6 +103,7 @@ pub use daemon::Daemon;
 pub use environment::{Environment, StartError};
 pub use error::DaemonError;
 pub use events::{Event, EventKind};
+pub use live::ModelLive;
 pub use models::{LoadedModel, LoadedSizesModel};
 pub use requests::{
     ContainerView, ManageRequest, PlaceOutcome, PlaceTarget, Recommendation, StatusView,

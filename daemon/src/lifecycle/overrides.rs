@@ -235,6 +235,7 @@ fn report(
         placement: rec.assigned.as_ref().and_then(|a| a.placement.clone()),
         message,
         cpuset_override: Some(record.clone()),
+        outcome: None,
         labels: rec.labels.clone(),
     });
 }

@@ -112,6 +112,7 @@ mod tests {
             containers: Vec::new(),
             unmanaged: (0..n).map(|i| format!("/c{i}")).collect(),
             reservations: Vec::new(),
+            stopped_models: Vec::new(),
         }
     }
 

@@ -10,6 +10,7 @@ use placed_core::policy::{self, Policy};
 use placed_core::reconcile::OnOverride;
 use placed_host::observe::SourceSpec;
 
+use super::live::ModelLive;
 use super::models::{LoadedModel, LoadedSizesModel};
 
 /// A container as the API shows it.
@@ -89,4 +90,6 @@ pub struct StatusView {
     pub state_file: String,
     pub cgroup: String,
     pub warnings: Vec<String>,
+    /// Every model's live accuracy on this host, and whether its live gate stopped it.
+    pub live: Vec<ModelLive>,
 }

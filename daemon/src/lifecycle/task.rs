@@ -16,6 +16,7 @@ use std::time::Duration;
 use crate::state::{ContainerRecord, Lifecycle};
 use placed_core::policy::Policy;
 use placed_host::observe::SourceSpec;
+use placed_models::live::Outcome;
 
 use super::decide::Why;
 use super::drift;
@@ -150,6 +151,8 @@ async fn step(handle: &Handle, source: &mut MetricSlot) -> Result<Next, DaemonEr
                     return Ok(Next::Again);
                 }
                 let set = core.node.placements(rec.vcpus)?;
+                // A decision not yet checked is superseded by the one this makes.
+                source.awaiting_outcome = None;
                 let Some(prediction) = handle
                     .evaluate(&set, source, generation, Journal::EachMove)
                     .await?
@@ -162,11 +165,19 @@ async fn step(handle: &Handle, source: &mut MetricSlot) -> Result<Next, DaemonEr
                 else {
                     return Ok(Next::Again);
                 };
+                // A model the live gate stopped (meanwhile, by another container's
+                // outcome) decides nothing: the container stays where it was measured.
+                if let Err(stopped) = core.live.check(&prediction.model_id) {
+                    handle.set_state(Lifecycle::Watched, &format!("left in place: {stopped}"));
+                    return Ok(Next::Sleep(core.settings.config().observe.watch_interval));
+                }
                 // The container sits in the probe placement (or the third measurement's):
                 // it moves on only if that pays.
                 handle
                     .apply_policy(&set, &rec.policy, Some(&prediction), None, Why::Automatic)
                     .await?;
+                // Moved or left in place, the next watch measurement there checks it.
+                source.awaiting_outcome = Some(*goal);
                 drop(guard);
                 Ok(Next::Sleep(core.settings.config().observe.watch_interval))
             }
@@ -235,6 +246,21 @@ async fn watch(
         let observed = m.estimate.value / baseline.1;
         let metrics = &handle.core.telemetry.metrics;
         metrics.per_container.observed(&rec.id, observed);
+        if let Some(goal) = source.awaiting_outcome.take() {
+            handle
+                .record_outcome(Outcome {
+                    model_id: prediction.model_id.clone(),
+                    provenance: prediction.provenance,
+                    placement: placement.clone(),
+                    predicted: cell.relative,
+                    interval: cell.interval,
+                    measured: cell.measured,
+                    realized: observed,
+                    goal: Some(goal),
+                    unix_ms: now_ms(),
+                })
+                .await;
+        }
     }
     let config = handle.core.settings.config();
     let policy = &config.policy;

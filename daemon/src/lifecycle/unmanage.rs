@@ -222,6 +222,7 @@ impl Daemon {
             placement: None,
             message: format!("{name} handed back: {detail}"),
             cpuset_override: None,
+            outcome: None,
             labels: removed_labels,
         });
         Unmanaged {

@@ -403,6 +403,27 @@ impl Api {
         )?))
     }
 
+    async fn do_enable_model(
+        &self,
+        request: Request<pb::EnableModelRequest>,
+    ) -> Result<Response<pb::EnableModelResponse>, Status> {
+        let model_id = request.into_inner().model_id;
+        if model_id.is_empty() {
+            return Err(status_of(DaemonError::bad(
+                "model_id",
+                "name the model to enable (placectl status lists the stopped ones)",
+            )));
+        }
+        let live = self
+            .daemon()?
+            .enable_model(&model_id)
+            .await
+            .map_err(status_of)?;
+        Ok(Response::new(pb::EnableModelResponse {
+            live: Some(convert::live(&live)),
+        }))
+    }
+
     async fn do_get_status(
         &self,
         _request: Request<pb::GetStatusRequest>,
@@ -441,6 +462,7 @@ impl Api {
             state_file: s.state_file,
             cgroup: s.cgroup,
             warnings: s.warnings,
+            live: s.live.iter().map(convert::live).collect(),
         }))
     }
 }
@@ -566,6 +588,13 @@ impl PlacedService for Api {
         request: Request<pb::GetStatusRequest>,
     ) -> Result<Response<pb::GetStatusResponse>, Status> {
         self.counted(self.do_get_status(request).await)
+    }
+
+    async fn enable_model(
+        &self,
+        request: Request<pb::EnableModelRequest>,
+    ) -> Result<Response<pb::EnableModelResponse>, Status> {
+        self.counted(self.do_enable_model(request).await)
     }
 }
 

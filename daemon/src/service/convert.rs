@@ -129,6 +129,51 @@ pub fn container(v: &ContainerView) -> pb::Container {
         effective_on_override: on_override(v.on_override) as i32,
         cpuset_override: r.overridden.as_ref().map(cpuset_override),
         labels: r.labels.clone().into_iter().collect(),
+        outcome: r.outcome.as_ref().map(outcome),
+    }
+}
+
+/// A decision's outcome as the API shows it, on a container and on its event.
+pub fn outcome(o: &placed_models::live::Outcome) -> pb::DecisionOutcome {
+    pb::DecisionOutcome {
+        model_id: o.model_id.clone(),
+        provenance: provenance(o.provenance) as i32,
+        placement_id: o.placement.clone(),
+        predicted: o.predicted,
+        interval_low: o.interval.map_or(0.0, |i| i.low),
+        interval_high: o.interval.map_or(0.0, |i| i.high),
+        interval_level: o.interval.map_or(0.0, |i| i.level),
+        measured: o.measured,
+        realized: o.realized,
+        error_percent: o.error(),
+        inside_interval: o.inside() == Some(true),
+        goal: o.goal.unwrap_or(0.0),
+        goal_kept: o.goal_kept() == Some(true),
+        time: Some(timestamp(o.unix_ms)),
+    }
+}
+
+/// A model's live accuracy as the API shows it.
+pub fn live(m: &crate::lifecycle::ModelLive) -> pb::LiveAccuracy {
+    let s = &m.summary;
+    pb::LiveAccuracy {
+        model_id: m.model_id.clone(),
+        provenance: provenance(m.provenance) as i32,
+        decisions: count(s.decisions),
+        scored: count(s.scored),
+        mean_error_percent: s.mean_error.unwrap_or(0.0),
+        worst_error_percent: s.worst_error.unwrap_or(0.0),
+        with_interval: count(s.with_interval),
+        covered: count(s.covered),
+        with_goal: count(s.with_goal),
+        goal_kept: count(s.goal_kept),
+        gate: m.judgement.to_string(),
+        stopped_since: m.stopped.as_ref().map(|st| timestamp(st.since_unix_ms)),
+        stopped_reason: m
+            .stopped
+            .as_ref()
+            .map(|st| st.reason.clone())
+            .unwrap_or_default(),
     }
 }
 
@@ -214,12 +259,16 @@ pub fn event(s: &Sequenced) -> pb::WatchResponse {
             EventKind::Reserved => pb::EventKind::Reserved,
             EventKind::Released => pb::EventKind::Released,
             EventKind::Claimed => pb::EventKind::Claimed,
+            EventKind::Outcome => pb::EventKind::Outcome,
+            EventKind::ModelStopped => pb::EventKind::ModelStopped,
+            EventKind::ModelEnabled => pb::EventKind::ModelEnabled,
         } as i32,
         state: state(e.state) as i32,
         placement_id: e.placement.clone().unwrap_or_default(),
         message: e.message.clone(),
         cpuset_override: e.cpuset_override.as_ref().map(cpuset_override),
         labels: e.labels.clone().into_iter().collect(),
+        outcome: e.outcome.as_ref().map(outcome),
     }
 }
 

@@ -283,6 +283,7 @@ fn fixed() -> State {
             created_unix_ms: 1_700_000_000_900,
             expires_unix_ms: 1_700_000_060_900,
         }],
+        stopped_models: Vec::new(),
     }
 }
 
@@ -312,6 +313,7 @@ fn first() -> State {
         containers: vec![web, db],
         unmanaged: Vec::new(),
         reservations: Vec::new(),
+        stopped_models: Vec::new(),
     }
 }
 
@@ -378,4 +380,41 @@ fn the_writer_writes_the_current_golden_file_byte_for_byte() {
         "the state file format changed: what this build writes differs from golden/{CURRENT}. If the change is meant, it is a new format version (store.rs, STATE_VERSION); the old golden files must still load.\n--- written ---\n{}",
         String::from_utf8_lossy(&written)
     );
+}
+
+/// The fields live accuracy added (a container's last outcome, the models the live gate
+/// stopped) are absent from the golden files, which still load and are still written byte
+/// for byte when they are empty; when set, they are written and read back whole.
+#[test]
+fn outcomes_and_stopped_models_are_kept_and_absent_when_empty() {
+    let mut state = fixed();
+    state.containers[0].outcome = Some(placed_models::live::Outcome {
+        model_id: "mc1-0011223344556677-v4-1a2b".into(),
+        provenance: Provenance::Simulated,
+        placement: "numa2-core4".into(),
+        predicted: 1.25,
+        interval: Some(placed_models::interval::Interval {
+            low: 1.1,
+            high: 1.4,
+            level: 0.9,
+        }),
+        measured: false,
+        realized: 1.5,
+        goal: Some(0.9),
+        unix_ms: 1_700_000_000_700,
+    });
+    state.stopped_models = vec![crate::state::StoppedModel {
+        model_id: "mc1-0011223344556677-v4-1a2b".into(),
+        provenance: Provenance::Simulated,
+        since_unix_ms: 1_700_000_000_800,
+        reason: "7 of the last 10 calibrated intervals missed".into(),
+    }];
+    let dir = tempfile::tempdir().unwrap();
+    let store = StateStore::new(dir.path().join("state.json"));
+    store.save(&state).unwrap();
+    let text = String::from_utf8(std::fs::read(store.path()).unwrap()).unwrap();
+    assert!(text.contains("\"stopped_models\""), "{text}");
+    assert!(text.contains("\"realized\": 1.5"), "{text}");
+    assert_eq!(load(text.as_bytes()), state);
+    assert!(!String::from_utf8_lossy(golden(CURRENT)).contains("outcome"));
 }

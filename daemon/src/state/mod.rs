@@ -50,6 +50,22 @@ pub struct State {
     /// empty, as `unmanaged`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reservations: Vec<ReservationRecord>,
+    /// Models the live gate stopped (docs/models.md, "Live accuracy"), until an operator
+    /// enables them again: a restart must not hand a model proven wrong its containers
+    /// back. Absent when empty, as `unmanaged`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stopped_models: Vec<StoppedModel>,
+}
+
+/// A model the live gate stopped from moving containers: since when and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoppedModel {
+    pub model_id: String,
+    pub provenance: placed_models::Provenance,
+    pub since_unix_ms: i64,
+    /// The test's verdict, in words.
+    pub reason: String,
 }
 
 /// Units held for a container that does not exist yet, until it claims them (`Manage` with
@@ -267,6 +283,10 @@ pub struct ContainerRecord {
     /// List and Watch, and filtered on.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
+    /// Its last decision set against the watch measurement that followed it at the chosen
+    /// placement (docs/models.md, "Live accuracy"); absent until one was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<placed_models::live::Outcome>,
 }
 
 impl ContainerRecord {
@@ -295,6 +315,7 @@ impl ContainerRecord {
             on_override: None,
             overridden: None,
             labels: BTreeMap::new(),
+            outcome: None,
         }
     }
 

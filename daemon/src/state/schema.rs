@@ -57,6 +57,36 @@ pub(super) struct File {
     /// Version 2; absent when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     reservations: Vec<Reservation>,
+    /// Absent when empty, and in files from before the live gate.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    stopped_models: Vec<StoppedModel>,
+}
+
+/// A model the live gate stopped.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoppedModel {
+    model_id: String,
+    provenance: Provenance,
+    since_unix_ms: i64,
+    reason: String,
+}
+
+/// A decision set against what was measured afterwards.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Outcome {
+    model_id: String,
+    provenance: Provenance,
+    placement: String,
+    predicted: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    interval: Option<Interval>,
+    measured: bool,
+    realized: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    goal: Option<f64>,
+    unix_ms: i64,
 }
 
 /// Units held for a container not started yet (version 2).
@@ -311,6 +341,9 @@ struct Container {
     /// Version 2; absent when empty.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     labels: BTreeMap<String, String>,
+    /// Absent until an outcome was measured, and in files from before live accuracy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    outcome: Option<Outcome>,
 }
 
 /// Writing: the in-memory state as the current version has it.
@@ -326,6 +359,7 @@ mod write {
                 containers,
                 unmanaged,
                 reservations,
+                stopped_models,
             } = s;
             Self {
                 written_unix_ms: *written_unix_ms,
@@ -333,6 +367,54 @@ mod write {
                 containers: containers.iter().map(Container::from).collect(),
                 unmanaged: unmanaged.clone(),
                 reservations: reservations.iter().map(Reservation::from).collect(),
+                stopped_models: stopped_models.iter().map(StoppedModel::from).collect(),
+            }
+        }
+    }
+
+    impl From<&mem::StoppedModel> for StoppedModel {
+        fn from(m: &mem::StoppedModel) -> Self {
+            let mem::StoppedModel {
+                model_id,
+                provenance,
+                since_unix_ms,
+                reason,
+            } = m;
+            Self {
+                model_id: model_id.clone(),
+                provenance: (*provenance).into(),
+                since_unix_ms: *since_unix_ms,
+                reason: reason.clone(),
+            }
+        }
+    }
+
+    impl From<&placed_models::live::Outcome> for Outcome {
+        fn from(o: &placed_models::live::Outcome) -> Self {
+            let placed_models::live::Outcome {
+                model_id,
+                provenance,
+                placement,
+                predicted,
+                interval,
+                measured,
+                realized,
+                goal,
+                unix_ms,
+            } = o;
+            Self {
+                model_id: model_id.clone(),
+                provenance: (*provenance).into(),
+                placement: placement.clone(),
+                predicted: *predicted,
+                interval: interval.map(|i| {
+                    let placed_models::interval::Interval { low, high, level } = i;
+                    Interval { low, high, level }
+                }),
+                measured: *measured,
+                realized: *realized,
+                goal: *goal,
+                unix_ms: *unix_ms,
             }
         }
     }
@@ -640,6 +722,7 @@ mod write {
                 on_override,
                 overridden,
                 labels,
+                outcome,
             } = c;
             Self {
                 id: id.clone(),
@@ -661,6 +744,7 @@ mod write {
                 on_override: on_override.map(OnOverride::from),
                 overridden: overridden.as_ref().map(Override::from),
                 labels: labels.clone(),
+                outcome: outcome.as_ref().map(Outcome::from),
             }
         }
     }
@@ -679,6 +763,7 @@ mod read {
                 containers,
                 unmanaged,
                 reservations,
+                stopped_models,
             } = f;
             Self {
                 written_unix_ms,
@@ -686,6 +771,54 @@ mod read {
                 containers: containers.into_iter().map(Into::into).collect(),
                 unmanaged,
                 reservations: reservations.into_iter().map(Into::into).collect(),
+                stopped_models: stopped_models.into_iter().map(Into::into).collect(),
+            }
+        }
+    }
+
+    impl From<StoppedModel> for mem::StoppedModel {
+        fn from(m: StoppedModel) -> Self {
+            let StoppedModel {
+                model_id,
+                provenance,
+                since_unix_ms,
+                reason,
+            } = m;
+            Self {
+                model_id,
+                provenance: provenance.into(),
+                since_unix_ms,
+                reason,
+            }
+        }
+    }
+
+    impl From<Outcome> for placed_models::live::Outcome {
+        fn from(o: Outcome) -> Self {
+            let Outcome {
+                model_id,
+                provenance,
+                placement,
+                predicted,
+                interval,
+                measured,
+                realized,
+                goal,
+                unix_ms,
+            } = o;
+            Self {
+                model_id,
+                provenance: provenance.into(),
+                placement,
+                predicted,
+                interval: interval.map(|i| {
+                    let Interval { low, high, level } = i;
+                    placed_models::interval::Interval { low, high, level }
+                }),
+                measured,
+                realized,
+                goal,
+                unix_ms,
             }
         }
     }
@@ -975,6 +1108,7 @@ mod read {
                 on_override,
                 overridden,
                 labels,
+                outcome,
             } = c;
             Self {
                 id,
@@ -996,6 +1130,7 @@ mod read {
                 on_override: on_override.map(Into::into),
                 overridden: overridden.map(Into::into),
                 labels,
+                outcome: outcome.map(Into::into),
             }
         }
     }

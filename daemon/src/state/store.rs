@@ -278,6 +278,7 @@ mod tests {
             written_unix_ms: 1_700_000_000_000,
             unmanaged: Vec::new(),
             reservations: Vec::new(),
+            stopped_models: Vec::new(),
             fingerprint: "mc1-0011223344556677".into(),
             containers: vec![ContainerRecord {
                 runtime: "docker".into(),

@@ -205,6 +205,7 @@ mod tests {
             written_unix_ms: 0,
             unmanaged: Vec::new(),
             reservations: Vec::new(),
+            stopped_models: Vec::new(),
             fingerprint: m.fingerprint().to_owned(),
             containers: vec![ContainerRecord {
                 runtime: "docker".into(),

@@ -5,6 +5,7 @@
 //! label value, so that `rate()` and absence alerts see data before the first event.
 
 pub mod containers;
+pub mod live;
 pub mod logging;
 pub mod process;
 pub mod serve;
@@ -93,6 +94,8 @@ pub struct Metrics {
     pub cpuset_checks: Counter,
     /// Per-container families, read from the daemon at each scrape.
     pub per_container: Arc<containers::PerContainer>,
+    /// Live accuracy per model.
+    pub live: live::LiveMetrics,
 }
 
 impl Default for Metrics {
@@ -182,6 +185,8 @@ impl Default for Metrics {
             "Checks of a managed container's cpuset against what placed enacted",
             cpuset_checks.clone(),
         );
+        let live = live::LiveMetrics::default();
+        live.register(registry);
         for state in Lifecycle::ALL {
             let _zero = containers.get_or_create(&StateLabel {
                 state: state.name().into(),
@@ -207,6 +212,7 @@ impl Default for Metrics {
             state_writes,
             cpuset_checks,
             per_container,
+            live,
         }
     }
 }

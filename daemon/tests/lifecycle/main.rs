@@ -15,6 +15,7 @@ mod backoff;
 mod busy;
 mod drift;
 mod layout;
+mod live;
 mod metric;
 mod nri;
 mod reconcile;

@@ -269,6 +269,7 @@ impl Scenario {
                     written_unix_ms: 0,
                     unmanaged: Vec::new(),
                     reservations: Vec::new(),
+                    stopped_models: Vec::new(),
                     fingerprint: self.machine.fingerprint().to_owned(),
                     containers: self.records.clone(),
                 })

@@ -67,10 +67,17 @@ pub fn render_containers(cs: &[pb::Container]) -> String {
             },
             c.cpus.clone(),
             c.mems.clone(),
-            match c.cpuset_override.as_ref().map(override_line) {
-                Some(o) if c.detail.is_empty() => o,
-                Some(o) => format!("{o}; {}", c.detail),
-                None => c.detail.clone(),
+            {
+                let detail = match c.cpuset_override.as_ref().map(override_line) {
+                    Some(o) if c.detail.is_empty() => o,
+                    Some(o) => format!("{o}; {}", c.detail),
+                    None => c.detail.clone(),
+                };
+                match c.outcome.as_ref().map(outcome_line) {
+                    Some(o) if detail.is_empty() => o,
+                    Some(o) => format!("{detail}; {o}"),
+                    None => detail,
+                }
             },
         ]);
     }
@@ -90,6 +97,65 @@ pub fn container_json(c: &pb::Container) -> Value {
         "on_override": on_override_name(c.effective_on_override),
         "on_override_default": c.on_override == pb::OnOverride::Unspecified as i32,
         "cpuset_override": c.cpuset_override.as_ref().map_or(Value::Null, override_json),
+        "outcome": c.outcome.as_ref().map_or(Value::Null, outcome_json),
+    })
+}
+
+/// A decision's outcome in words: what was predicted where it was placed, what was
+/// measured there afterwards, and whether the interval and the goal held.
+pub fn outcome_line(o: &pb::DecisionOutcome) -> String {
+    let interval = if o.measured {
+        "a measured cell".to_owned()
+    } else if o.interval_level > 0.0 {
+        format!(
+            "{} its {:.0}% interval {:.3}-{:.3}",
+            if o.inside_interval {
+                "inside"
+            } else {
+                "OUTSIDE"
+            },
+            o.interval_level * 100.0,
+            o.interval_low,
+            o.interval_high
+        )
+    } else {
+        "no interval".to_owned()
+    };
+    let goal = if o.goal > 0.0 {
+        format!(
+            ", goal {:.2} {}",
+            o.goal,
+            if o.goal_kept { "kept" } else { "MISSED" }
+        )
+    } else {
+        String::new()
+    };
+    let data = match provenance_name(o.provenance) {
+        "real" => String::new(),
+        other => format!(" [model data: {other}]"),
+    };
+    format!(
+        "checked at {}: {} predicted {:.3}, measured {:.3} ({:.1}% off, {interval}{goal}){data}",
+        rfc3339(o.time.as_ref()),
+        o.placement_id,
+        o.predicted,
+        o.realized,
+        o.error_percent
+    )
+}
+
+pub fn outcome_json(o: &pb::DecisionOutcome) -> Value {
+    let interval = (o.interval_level > 0.0).then(
+        || json!({"low": o.interval_low, "high": o.interval_high, "level": o.interval_level}),
+    );
+    json!({
+        "model_id": o.model_id, "provenance": provenance_name(o.provenance),
+        "placement": o.placement_id, "predicted": o.predicted, "interval": interval,
+        "measured": o.measured, "realized": o.realized, "error_percent": o.error_percent,
+        "inside_interval": if o.measured || interval.is_none() { Value::Null } else { json!(o.inside_interval) },
+        "goal": if o.goal > 0.0 { json!(o.goal) } else { Value::Null },
+        "goal_kept": if o.goal > 0.0 { json!(o.goal_kept) } else { Value::Null },
+        "unix_ms": unix_ms(o.time.as_ref()),
     })
 }
 
@@ -225,6 +291,41 @@ mod tests {
         assert_eq!(j["cpuset_override"]["found_mems"], "0-1");
         let plain = container_json(&pb::Container::default());
         assert!(plain["cpuset_override"].is_null(), "{plain}");
+    }
+
+    #[test]
+    fn a_checked_decision_says_what_was_measured_in_the_table_and_in_json() {
+        let c = pb::Container {
+            name: "web".into(),
+            detail: "moved".into(),
+            outcome: Some(pb::DecisionOutcome {
+                model_id: "m1".into(),
+                provenance: pb::Provenance::Simulated as i32,
+                placement_id: "numa1-core4".into(),
+                predicted: 1.1,
+                interval_low: 1.09,
+                interval_high: 1.11,
+                interval_level: 0.9,
+                realized: 1.5,
+                error_percent: 26.7,
+                goal: 1.0,
+                goal_kept: true,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let table = render_containers(std::slice::from_ref(&c));
+        assert!(table.contains("moved; checked at"), "{table}");
+        assert!(
+            table.contains("OUTSIDE its 90% interval 1.090-1.110"),
+            "{table}"
+        );
+        assert!(table.contains("[model data: simulated]"), "{table}");
+        let j = container_json(&c);
+        assert_eq!(j["outcome"]["inside_interval"], false);
+        assert_eq!(j["outcome"]["goal_kept"], true);
+        assert_eq!(j["outcome"]["interval"]["level"], 0.9);
+        assert!(container_json(&pb::Container::default())["outcome"].is_null());
     }
 
     #[test]

@@ -21,6 +21,7 @@ mod containers;
 mod inspect;
 mod man;
 mod manage;
+mod model;
 mod r#move;
 mod place;
 mod placements;
@@ -207,6 +208,8 @@ commands! {
     /// Push performance samples for a container (values as arguments, else one per line on
     /// stdin).
     Report(Remote<report::Args>),
+    /// Let a model the live gate stopped move containers again (`placectl model enable ID`).
+    Model(Remote<model::Args>),
     /// Print a shell completion script: `placectl completion bash > /etc/bash_completion.d/placectl`.
     Completion(completion::Args),
     /// Print the man page, placectl(1), as roff; with --dir, write it and one page per

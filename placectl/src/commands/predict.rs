@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::{Action, Call, Client, Failure, Format, Reply, Typed};
 use crate::cli::StatusError;
-use crate::cli::daemon::provenance_name;
+use crate::cli::daemon::{outcome_json, outcome_line, provenance_name};
 use crate::cli::table::Table;
 
 #[derive(clap::Args, Debug, Clone)]
@@ -39,18 +39,30 @@ impl Call for Predict {
                 .await
                 .map_err(StatusError)?
                 .into_inner();
-            // Only to mark where the container is now: the prediction stands without it.
-            let now = c
+            // Only to mark where the container is now and how its last decision turned
+            // out: the prediction stands without it.
+            let container = c
                 .get_container(pb::GetContainerRequest {
                     container: self.container.clone(),
                 })
                 .await
                 .ok()
-                .and_then(|r| r.into_inner().container)
-                .map(|c| c.placement_id);
+                .and_then(|r| r.into_inner().container);
+            let now = container.as_ref().map(|c| c.placement_id.clone());
+            let outcome = container.and_then(|c| c.outcome);
             format.print(
-                || prediction_json(&p),
-                || render_prediction(&p, now.as_deref()),
+                || {
+                    let mut v = prediction_json(&p);
+                    v["outcome"] = outcome.as_ref().map_or(Value::Null, outcome_json);
+                    v
+                },
+                || {
+                    let mut text = render_prediction(&p, now.as_deref());
+                    if let Some(o) = &outcome {
+                        let _ = writeln!(text, "Last decision {}", outcome_line(o));
+                    }
+                    text
+                },
             )
         })
     }

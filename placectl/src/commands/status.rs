@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::{Action, Call, Client, Failure, Format, Reply, Typed};
 use crate::cli::StatusError;
-use crate::cli::daemon::{provenance_name, state_name};
+use crate::cli::daemon::{provenance_name, rfc3339, state_name, unix_ms};
 use crate::cli::table::Table;
 
 #[derive(clap::Args, Debug, Clone)]
@@ -86,6 +86,56 @@ pub fn render_status(s: &pb::GetStatusResponse) -> String {
         }
         o.push_str(&t.render("  "));
     }
+    if !s.live.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nLive accuracy (each model's last decisions on this host)"
+        );
+        let mut t = Table::new([
+            "MODEL",
+            "DATA",
+            "DECISIONS",
+            "MEAN %",
+            "WORST %",
+            "COVERAGE",
+            "GOALS",
+            "GATE",
+        ])
+        .right(2)
+        .right(3)
+        .right(4);
+        for m in &s.live {
+            let percent = |v: f64| {
+                if m.scored > 0 {
+                    format!("{v:.1}")
+                } else {
+                    "-".into()
+                }
+            };
+            let share = |k: u32, n: u32| {
+                if n > 0 {
+                    format!("{k}/{n}")
+                } else {
+                    "-".into()
+                }
+            };
+            let gate = match &m.stopped_since {
+                Some(t) => format!("STOPPED since {}", rfc3339(Some(t))),
+                None => m.gate.clone(),
+            };
+            t.row([
+                m.model_id.clone(),
+                provenance_name(m.provenance).into(),
+                m.decisions.to_string(),
+                percent(m.mean_error_percent),
+                percent(m.worst_error_percent),
+                share(m.covered, m.with_interval),
+                share(m.goal_kept, m.with_goal),
+                gate,
+            ]);
+        }
+        o.push_str(&t.render("  "));
+    }
     for w in &s.warnings {
         let _ = writeln!(o, "warning: {w}");
     }
@@ -107,7 +157,24 @@ pub fn status_json(s: &pb::GetStatusResponse) -> Value {
             "id": m.id, "vcpus": m.vcpus, "trained_vcpus": m.trained_vcpus,
             "provenance": provenance_name(m.provenance), "path": m.path,
         })).collect::<Vec<_>>(),
+        "live": s.live.iter().map(live_json).collect::<Vec<_>>(),
         "warnings": s.warnings,
+    })
+}
+
+pub fn live_json(m: &pb::LiveAccuracy) -> Value {
+    let scored = m.scored > 0;
+    json!({
+        "model_id": m.model_id, "provenance": provenance_name(m.provenance),
+        "decisions": m.decisions, "scored": m.scored,
+        "mean_error_percent": if scored { json!(m.mean_error_percent) } else { Value::Null },
+        "worst_error_percent": if scored { json!(m.worst_error_percent) } else { Value::Null },
+        "with_interval": m.with_interval, "covered": m.covered,
+        "with_goal": m.with_goal, "goal_kept": m.goal_kept,
+        "gate": m.gate,
+        "stopped": m.stopped_since.is_some(),
+        "stopped_unix_ms": m.stopped_since.as_ref().map(|t| unix_ms(Some(t))),
+        "stopped_reason": if m.stopped_reason.is_empty() { Value::Null } else { json!(m.stopped_reason) },
     })
 }
 

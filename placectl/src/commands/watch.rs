@@ -6,7 +6,7 @@ use placed_proto::v1 as pb;
 use serde_json::{Value, json};
 
 use super::{Action, Call, Client, Failure, Format, Reply, Typed};
-use crate::cli::daemon::{override_json, rfc3339, state_name, unix_ms};
+use crate::cli::daemon::{outcome_json, override_json, rfc3339, state_name, unix_ms};
 use crate::cli::{self, Exit, StatusError};
 
 #[derive(clap::Args, Debug, Clone)]
@@ -100,6 +100,9 @@ fn kind_name(k: i32) -> &'static str {
         Ok(pb::EventKind::Error) => "error",
         Ok(pb::EventKind::Overridden) => "overridden",
         Ok(pb::EventKind::Unmanaged) => "unmanaged",
+        Ok(pb::EventKind::Outcome) => "outcome",
+        Ok(pb::EventKind::ModelStopped) => "model-stopped",
+        Ok(pb::EventKind::ModelEnabled) => "model-enabled",
         _ => "unknown",
     }
 }
@@ -131,5 +134,6 @@ pub fn event_json(e: &pb::WatchResponse) -> Value {
         "placement": if e.placement_id.is_empty() { Value::Null } else { json!(e.placement_id) },
         "message": e.message,
         "cpuset_override": e.cpuset_override.as_ref().map_or(Value::Null, override_json),
+        "outcome": e.outcome.as_ref().map_or(Value::Null, outcome_json),
     })
 }

@@ -135,6 +135,9 @@ class EventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     EVENT_KIND_RELEASED: _ClassVar[EventKind]
     EVENT_KIND_CLAIMED: _ClassVar[EventKind]
     EVENT_KIND_BOOKMARK: _ClassVar[EventKind]
+    EVENT_KIND_OUTCOME: _ClassVar[EventKind]
+    EVENT_KIND_MODEL_STOPPED: _ClassVar[EventKind]
+    EVENT_KIND_MODEL_ENABLED: _ClassVar[EventKind]
 
 class PriorKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -230,6 +233,9 @@ EVENT_KIND_RESERVED: EventKind
 EVENT_KIND_RELEASED: EventKind
 EVENT_KIND_CLAIMED: EventKind
 EVENT_KIND_BOOKMARK: EventKind
+EVENT_KIND_OUTCOME: EventKind
+EVENT_KIND_MODEL_STOPPED: EventKind
+EVENT_KIND_MODEL_ENABLED: EventKind
 PRIOR_KIND_UNSPECIFIED: PriorKind
 PRIOR_KIND_NOTHING: PriorKind
 PRIOR_KIND_CONTAINER: PriorKind
@@ -356,7 +362,7 @@ class Policy(_message.Message):
     def __init__(self, kind: _Optional[_Union[PolicyKind, str]] = ..., goal: _Optional[float] = ..., placement_id: _Optional[str] = ...) -> None: ...
 
 class Container(_message.Message):
-    __slots__ = ("id", "name", "runtime", "cgroup", "vcpus", "vcpus_source", "policy", "state", "detail", "placement_id", "cpus", "mems", "units", "model_id", "update_time", "metric", "on_override", "effective_on_override", "cpuset_override", "labels")
+    __slots__ = ("id", "name", "runtime", "cgroup", "vcpus", "vcpus_source", "policy", "state", "detail", "placement_id", "cpus", "mems", "units", "model_id", "update_time", "metric", "on_override", "effective_on_override", "cpuset_override", "labels", "outcome")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -384,6 +390,7 @@ class Container(_message.Message):
     EFFECTIVE_ON_OVERRIDE_FIELD_NUMBER: _ClassVar[int]
     CPUSET_OVERRIDE_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
     id: str
     name: str
     runtime: ContainerRuntime
@@ -404,7 +411,40 @@ class Container(_message.Message):
     effective_on_override: OnOverride
     cpuset_override: CpusetOverride
     labels: _containers.ScalarMap[str, str]
-    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., runtime: _Optional[_Union[ContainerRuntime, str]] = ..., cgroup: _Optional[str] = ..., vcpus: _Optional[int] = ..., vcpus_source: _Optional[_Union[VcpuSource, str]] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., state: _Optional[_Union[ContainerState, str]] = ..., detail: _Optional[str] = ..., placement_id: _Optional[str] = ..., cpus: _Optional[str] = ..., mems: _Optional[str] = ..., units: _Optional[_Iterable[int]] = ..., model_id: _Optional[str] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., metric: _Optional[_Union[MetricSpec, _Mapping]] = ..., on_override: _Optional[_Union[OnOverride, str]] = ..., effective_on_override: _Optional[_Union[OnOverride, str]] = ..., cpuset_override: _Optional[_Union[CpusetOverride, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    outcome: DecisionOutcome
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., runtime: _Optional[_Union[ContainerRuntime, str]] = ..., cgroup: _Optional[str] = ..., vcpus: _Optional[int] = ..., vcpus_source: _Optional[_Union[VcpuSource, str]] = ..., policy: _Optional[_Union[Policy, _Mapping]] = ..., state: _Optional[_Union[ContainerState, str]] = ..., detail: _Optional[str] = ..., placement_id: _Optional[str] = ..., cpus: _Optional[str] = ..., mems: _Optional[str] = ..., units: _Optional[_Iterable[int]] = ..., model_id: _Optional[str] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., metric: _Optional[_Union[MetricSpec, _Mapping]] = ..., on_override: _Optional[_Union[OnOverride, str]] = ..., effective_on_override: _Optional[_Union[OnOverride, str]] = ..., cpuset_override: _Optional[_Union[CpusetOverride, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., outcome: _Optional[_Union[DecisionOutcome, _Mapping]] = ...) -> None: ...
+
+class DecisionOutcome(_message.Message):
+    __slots__ = ("model_id", "provenance", "placement_id", "predicted", "interval_low", "interval_high", "interval_level", "measured", "realized", "error_percent", "inside_interval", "goal", "goal_kept", "time")
+    MODEL_ID_FIELD_NUMBER: _ClassVar[int]
+    PROVENANCE_FIELD_NUMBER: _ClassVar[int]
+    PLACEMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    PREDICTED_FIELD_NUMBER: _ClassVar[int]
+    INTERVAL_LOW_FIELD_NUMBER: _ClassVar[int]
+    INTERVAL_HIGH_FIELD_NUMBER: _ClassVar[int]
+    INTERVAL_LEVEL_FIELD_NUMBER: _ClassVar[int]
+    MEASURED_FIELD_NUMBER: _ClassVar[int]
+    REALIZED_FIELD_NUMBER: _ClassVar[int]
+    ERROR_PERCENT_FIELD_NUMBER: _ClassVar[int]
+    INSIDE_INTERVAL_FIELD_NUMBER: _ClassVar[int]
+    GOAL_FIELD_NUMBER: _ClassVar[int]
+    GOAL_KEPT_FIELD_NUMBER: _ClassVar[int]
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    model_id: str
+    provenance: Provenance
+    placement_id: str
+    predicted: float
+    interval_low: float
+    interval_high: float
+    interval_level: float
+    measured: bool
+    realized: float
+    error_percent: float
+    inside_interval: bool
+    goal: float
+    goal_kept: bool
+    time: _timestamp_pb2.Timestamp
+    def __init__(self, model_id: _Optional[str] = ..., provenance: _Optional[_Union[Provenance, str]] = ..., placement_id: _Optional[str] = ..., predicted: _Optional[float] = ..., interval_low: _Optional[float] = ..., interval_high: _Optional[float] = ..., interval_level: _Optional[float] = ..., measured: _Optional[bool] = ..., realized: _Optional[float] = ..., error_percent: _Optional[float] = ..., inside_interval: _Optional[bool] = ..., goal: _Optional[float] = ..., goal_kept: _Optional[bool] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class CpusetOverride(_message.Message):
     __slots__ = ("expected_cpus", "expected_mems", "found_cpus", "found_mems", "action", "time")
@@ -736,7 +776,7 @@ class WatchRequest(_message.Message):
     def __init__(self, container: _Optional[str] = ..., resume_after_sequence: _Optional[int] = ..., label_selector: _Optional[str] = ..., bookmark_interval: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class WatchResponse(_message.Message):
-    __slots__ = ("sequence", "time", "container", "kind", "state", "placement_id", "message", "cpuset_override", "labels")
+    __slots__ = ("sequence", "time", "container", "kind", "state", "placement_id", "message", "cpuset_override", "labels", "outcome")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -753,6 +793,7 @@ class WatchResponse(_message.Message):
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     CPUSET_OVERRIDE_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
     sequence: int
     time: _timestamp_pb2.Timestamp
     container: str
@@ -762,7 +803,8 @@ class WatchResponse(_message.Message):
     message: str
     cpuset_override: CpusetOverride
     labels: _containers.ScalarMap[str, str]
-    def __init__(self, sequence: _Optional[int] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., container: _Optional[str] = ..., kind: _Optional[_Union[EventKind, str]] = ..., state: _Optional[_Union[ContainerState, str]] = ..., placement_id: _Optional[str] = ..., message: _Optional[str] = ..., cpuset_override: _Optional[_Union[CpusetOverride, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    outcome: DecisionOutcome
+    def __init__(self, sequence: _Optional[int] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., container: _Optional[str] = ..., kind: _Optional[_Union[EventKind, str]] = ..., state: _Optional[_Union[ContainerState, str]] = ..., placement_id: _Optional[str] = ..., message: _Optional[str] = ..., cpuset_override: _Optional[_Union[CpusetOverride, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., outcome: _Optional[_Union[DecisionOutcome, _Mapping]] = ...) -> None: ...
 
 class GetStatusRequest(_message.Message):
     __slots__ = ()
@@ -791,7 +833,7 @@ class StateCount(_message.Message):
     def __init__(self, state: _Optional[_Union[ContainerState, str]] = ..., count: _Optional[int] = ...) -> None: ...
 
 class GetStatusResponse(_message.Message):
-    __slots__ = ("version", "fingerprint", "uptime", "containers", "models", "state_file", "cgroup", "warnings")
+    __slots__ = ("version", "fingerprint", "uptime", "containers", "models", "state_file", "cgroup", "warnings", "live")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     UPTIME_FIELD_NUMBER: _ClassVar[int]
@@ -800,6 +842,7 @@ class GetStatusResponse(_message.Message):
     STATE_FILE_FIELD_NUMBER: _ClassVar[int]
     CGROUP_FIELD_NUMBER: _ClassVar[int]
     WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    LIVE_FIELD_NUMBER: _ClassVar[int]
     version: str
     fingerprint: str
     uptime: _duration_pb2.Duration
@@ -808,7 +851,50 @@ class GetStatusResponse(_message.Message):
     state_file: str
     cgroup: str
     warnings: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, version: _Optional[str] = ..., fingerprint: _Optional[str] = ..., uptime: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., containers: _Optional[_Iterable[_Union[StateCount, _Mapping]]] = ..., models: _Optional[_Iterable[_Union[ModelInfo, _Mapping]]] = ..., state_file: _Optional[str] = ..., cgroup: _Optional[str] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
+    live: _containers.RepeatedCompositeFieldContainer[LiveAccuracy]
+    def __init__(self, version: _Optional[str] = ..., fingerprint: _Optional[str] = ..., uptime: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., containers: _Optional[_Iterable[_Union[StateCount, _Mapping]]] = ..., models: _Optional[_Iterable[_Union[ModelInfo, _Mapping]]] = ..., state_file: _Optional[str] = ..., cgroup: _Optional[str] = ..., warnings: _Optional[_Iterable[str]] = ..., live: _Optional[_Iterable[_Union[LiveAccuracy, _Mapping]]] = ...) -> None: ...
+
+class LiveAccuracy(_message.Message):
+    __slots__ = ("model_id", "provenance", "decisions", "scored", "mean_error_percent", "worst_error_percent", "with_interval", "covered", "with_goal", "goal_kept", "gate", "stopped_since", "stopped_reason")
+    MODEL_ID_FIELD_NUMBER: _ClassVar[int]
+    PROVENANCE_FIELD_NUMBER: _ClassVar[int]
+    DECISIONS_FIELD_NUMBER: _ClassVar[int]
+    SCORED_FIELD_NUMBER: _ClassVar[int]
+    MEAN_ERROR_PERCENT_FIELD_NUMBER: _ClassVar[int]
+    WORST_ERROR_PERCENT_FIELD_NUMBER: _ClassVar[int]
+    WITH_INTERVAL_FIELD_NUMBER: _ClassVar[int]
+    COVERED_FIELD_NUMBER: _ClassVar[int]
+    WITH_GOAL_FIELD_NUMBER: _ClassVar[int]
+    GOAL_KEPT_FIELD_NUMBER: _ClassVar[int]
+    GATE_FIELD_NUMBER: _ClassVar[int]
+    STOPPED_SINCE_FIELD_NUMBER: _ClassVar[int]
+    STOPPED_REASON_FIELD_NUMBER: _ClassVar[int]
+    model_id: str
+    provenance: Provenance
+    decisions: int
+    scored: int
+    mean_error_percent: float
+    worst_error_percent: float
+    with_interval: int
+    covered: int
+    with_goal: int
+    goal_kept: int
+    gate: str
+    stopped_since: _timestamp_pb2.Timestamp
+    stopped_reason: str
+    def __init__(self, model_id: _Optional[str] = ..., provenance: _Optional[_Union[Provenance, str]] = ..., decisions: _Optional[int] = ..., scored: _Optional[int] = ..., mean_error_percent: _Optional[float] = ..., worst_error_percent: _Optional[float] = ..., with_interval: _Optional[int] = ..., covered: _Optional[int] = ..., with_goal: _Optional[int] = ..., goal_kept: _Optional[int] = ..., gate: _Optional[str] = ..., stopped_since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., stopped_reason: _Optional[str] = ...) -> None: ...
+
+class EnableModelRequest(_message.Message):
+    __slots__ = ("model_id",)
+    MODEL_ID_FIELD_NUMBER: _ClassVar[int]
+    model_id: str
+    def __init__(self, model_id: _Optional[str] = ...) -> None: ...
+
+class EnableModelResponse(_message.Message):
+    __slots__ = ("live",)
+    LIVE_FIELD_NUMBER: _ClassVar[int]
+    live: LiveAccuracy
+    def __init__(self, live: _Optional[_Union[LiveAccuracy, _Mapping]] = ...) -> None: ...
 
 class AdmissionHint(_message.Message):
     __slots__ = ("container", "image")

@@ -121,6 +121,11 @@ class PlacedServiceStub:
                 request_serializer=placed_dot_v1_dot_placed__pb2.GetCapacityRequest.SerializeToString,
                 response_deserializer=placed_dot_v1_dot_placed__pb2.GetCapacityResponse.FromString,
                 _registered_method=True)
+        self.EnableModel = channel.unary_unary(
+                '/placed.v1.PlacedService/EnableModel',
+                request_serializer=placed_dot_v1_dot_placed__pb2.EnableModelRequest.SerializeToString,
+                response_deserializer=placed_dot_v1_dot_placed__pb2.EnableModelResponse.FromString,
+                _registered_method=True)
 
 
 class PlacedServiceServicer:
@@ -265,6 +270,15 @@ class PlacedServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def EnableModel(self, request, context):
+        """Lets a model the live gate stopped move containers again (an operator's word that
+        its misses on this host's containers are understood); its live window starts afresh.
+        NOT_FOUND for a model that is not stopped.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PlacedServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -352,6 +366,11 @@ def add_PlacedServiceServicer_to_server(servicer, server):
                     servicer.GetCapacity,
                     request_deserializer=placed_dot_v1_dot_placed__pb2.GetCapacityRequest.FromString,
                     response_serializer=placed_dot_v1_dot_placed__pb2.GetCapacityResponse.SerializeToString,
+            ),
+            'EnableModel': grpc.unary_unary_rpc_method_handler(
+                    servicer.EnableModel,
+                    request_deserializer=placed_dot_v1_dot_placed__pb2.EnableModelRequest.FromString,
+                    response_serializer=placed_dot_v1_dot_placed__pb2.EnableModelResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -815,6 +834,33 @@ class PlacedService:
             '/placed.v1.PlacedService/GetCapacity',
             placed_dot_v1_dot_placed__pb2.GetCapacityRequest.SerializeToString,
             placed_dot_v1_dot_placed__pb2.GetCapacityResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def EnableModel(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/placed.v1.PlacedService/EnableModel',
+            placed_dot_v1_dot_placed__pb2.EnableModelRequest.SerializeToString,
+            placed_dot_v1_dot_placed__pb2.EnableModelResponse.FromString,
             options,
             channel_credentials,
             insecure,
