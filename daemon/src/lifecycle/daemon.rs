@@ -102,6 +102,7 @@ impl Daemon {
             message,
             cpuset_override: None,
             labels: Default::default(),
+            outcome: None,
         });
     }
 
