@@ -15,6 +15,7 @@ use placed_core::machine::{Machine, TopologySource};
 use placed_host::fake::FakeKernel;
 use placed_proto::v1 as pb;
 use placed_proto::v1::placed_service_client::PlacedServiceClient;
+use prost::Message as _;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::Channel;
 
@@ -538,16 +539,17 @@ async fn a_passed_deadline_changes_nothing_and_answers_deadline_exceeded() {
     let mut c = s.client().await;
     s.until_managed(&mut c, "job").await;
 
-    let mut late = tonic::Request::new(pb::ManageRequest {
+    // A client enforces its own deadline too (tonic's, grpcio's): a bare HTTP/2 client
+    // waits for the daemon's answer whatever the grpc-timeout says.
+    let manage = pb::ManageRequest {
         container: "job".into(),
         labels: [("team".to_owned(), "db".to_owned())].into(),
         ..Default::default()
-    });
-    late.set_timeout(Duration::ZERO);
-    let err = c.manage(late).await.unwrap_err();
-    assert_eq!(err.code(), tonic::Code::DeadlineExceeded, "{err:?}");
-    assert_eq!(reason(&err), "DEADLINE_EXCEEDED");
-    assert!(err.message().contains("nothing was done"), "{err:?}");
+    };
+    let answer = bare_call(&s.socket, "Manage", &manage.encode_to_vec(), "0n", true).await;
+    assert_eq!(answer.code(), tonic::Code::DeadlineExceeded, "{answer:?}");
+    assert_eq!(reason(&answer), "DEADLINE_EXCEEDED");
+    assert!(answer.message().contains("nothing was done"), "{answer:?}");
     let job = c
         .get_container(pb::GetContainerRequest {
             container: "job".into(),
@@ -561,13 +563,59 @@ async fn a_passed_deadline_changes_nothing_and_answers_deadline_exceeded() {
         job.labels.is_empty(),
         "a late Manage changed labels: {job:?}"
     );
+    // The same Manage with time to spare is done: the deadline was the only difference.
+    let answer = bare_call(&s.socket, "Manage", &manage.encode_to_vec(), "60S", true).await;
+    assert_eq!(answer.code(), tonic::Code::Ok, "{answer:?}");
 
     // A metric stream that never ends holds its handler until the deadline passes.
-    let mut waiting = tonic::Request::new(tokio_stream::pending::<pb::ReportMetricRequest>());
-    waiting.set_timeout(Duration::from_millis(200));
-    let err = c.report_metric(waiting).await.unwrap_err();
-    assert_eq!(err.code(), tonic::Code::DeadlineExceeded, "{err:?}");
-    assert_eq!(reason(&err), "DEADLINE_EXCEEDED");
+    let answer = bare_call(&s.socket, "ReportMetric", &[], "200m", false).await;
+    assert_eq!(answer.code(), tonic::Code::DeadlineExceeded, "{answer:?}");
+    assert_eq!(reason(&answer), "DEADLINE_EXCEEDED");
+    assert!(answer.message().contains("stopped there"), "{answer:?}");
+}
+
+/// One call over a bare HTTP/2 connection, with `grpc-timeout: timeout`: `message` as the
+/// request's one message, and the request stream left open unless `end`; the status the
+/// daemon answers (OK when it answers with a message).
+async fn bare_call(
+    socket: &Path,
+    method: &str,
+    message: &[u8],
+    timeout: &str,
+    end: bool,
+) -> tonic::Status {
+    let io = tokio::net::UnixStream::connect(socket).await.unwrap();
+    let (mut client, connection) = h2::client::handshake(io).await.unwrap();
+    tokio::spawn(connection);
+    let request = http::Request::post(format!("http://localhost/placed.v1.PlacedService/{method}"))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .header("grpc-timeout", timeout)
+        .body(())
+        .unwrap();
+    let (response, mut send) = client.send_request(request, false).unwrap();
+    let mut frame = vec![0u8];
+    frame.extend_from_slice(&u32::try_from(message.len()).unwrap().to_be_bytes());
+    frame.extend_from_slice(message);
+    if end || !message.is_empty() {
+        send.send_data(frame.into(), end).unwrap();
+    }
+    let response = tokio::time::timeout(HANG, response)
+        .await
+        .expect("an answer")
+        .unwrap();
+    // Trailers-only (an error answered at once), else the trailers after the body.
+    if let Some(status) = tonic::Status::from_header_map(response.headers()) {
+        return status;
+    }
+    let mut body = response.into_body();
+    while let Some(data) = body.data().await {
+        let data = data.unwrap();
+        let _ = body.flow_control().release_capacity(data.len());
+    }
+    let trailers = body.trailers().await.unwrap().expect("trailers");
+    drop(send);
+    tonic::Status::from_header_map(&trailers).expect("a grpc-status")
 }
 
 /// Issue 24: a message that does not decode is INVALID_ARGUMENT (tonic said INTERNAL, "a
@@ -680,7 +728,7 @@ async fn argument_errors_have_one_code_and_every_status_its_details() {
     assert_eq!(bad_field(&err), "requests[0].reserve", "{err:?}");
     let err = c
         .watch(pb::WatchRequest {
-            resume_after_sequence: 1_000_000,
+            resume_after_sequence: u64::MAX / 2,
             ..Default::default()
         })
         .await
