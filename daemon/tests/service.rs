@@ -15,6 +15,7 @@ use placed_core::machine::{Machine, TopologySource};
 use placed_host::fake::FakeKernel;
 use placed_proto::v1 as pb;
 use placed_proto::v1::placed_service_client::PlacedServiceClient;
+use prost::Message as _;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::Channel;
 
@@ -448,4 +449,294 @@ async fn pattern_metrics_over_grpc_are_refused_by_their_own_rule() {
         assert!(err.message().contains(says), "{says}: {err:?}");
     }
     s.stop().await;
+}
+
+/// `placed_errors_total{kind="api"}`, as the metrics page shows it.
+fn api_errors(metrics: &Metrics) -> f64 {
+    let page = metrics.render(placed::telemetry::serve::Format::Text);
+    page.lines()
+        .find_map(|l| l.strip_prefix("placed_errors_total{kind=\"api\"} "))
+        .map_or(0.0, |v| v.trim().parse().unwrap())
+}
+
+/// The stable reason a status carries in `google.rpc.ErrorInfo`, with its domain checked.
+fn reason(s: &tonic::Status) -> String {
+    use tonic_types::StatusExt;
+    let info = s
+        .get_error_details()
+        .error_info()
+        .cloned()
+        .unwrap_or_else(|| panic!("no ErrorInfo on {s:?}"));
+    assert_eq!(info.domain, "placed.io", "{s:?}");
+    info.reason
+}
+
+/// The field a status names in `google.rpc.BadRequest`.
+fn bad_field(s: &tonic::Status) -> String {
+    use tonic_types::StatusExt;
+    s.get_error_details()
+        .bad_request()
+        .and_then(|b| b.field_violations.first().map(|v| v.field.clone()))
+        .unwrap_or_else(|| panic!("no BadRequest on {s:?}"))
+}
+
+/// Raw bytes as a request message, whatever the method expects; the answer's bytes raw.
+#[derive(Debug, Clone, Default)]
+struct Raw;
+
+impl tonic::codec::Codec for Raw {
+    type Encode = Vec<u8>;
+    type Decode = Vec<u8>;
+    type Encoder = Raw;
+    type Decoder = Raw;
+
+    fn encoder(&mut self) -> Raw {
+        Raw
+    }
+
+    fn decoder(&mut self) -> Raw {
+        Raw
+    }
+}
+
+impl tonic::codec::Encoder for Raw {
+    type Item = Vec<u8>;
+    type Error = tonic::Status;
+
+    fn encode(
+        &mut self,
+        item: Vec<u8>,
+        dst: &mut tonic::codec::EncodeBuf<'_>,
+    ) -> Result<(), tonic::Status> {
+        use bytes::BufMut;
+        dst.put_slice(&item);
+        Ok(())
+    }
+}
+
+impl tonic::codec::Decoder for Raw {
+    type Item = Vec<u8>;
+    type Error = tonic::Status;
+
+    fn decode(
+        &mut self,
+        src: &mut tonic::codec::DecodeBuf<'_>,
+    ) -> Result<Option<Vec<u8>>, tonic::Status> {
+        use bytes::Buf;
+        let mut out = vec![0; src.remaining()];
+        src.copy_to_slice(&mut out);
+        Ok(Some(out))
+    }
+}
+
+/// Issue 24: a request whose deadline has passed when placed takes it up changes nothing
+/// and answers DEADLINE_EXCEEDED; one whose deadline passes while it runs answers
+/// DEADLINE_EXCEEDED too, not tonic's `CANCELLED: Timeout expired`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_passed_deadline_changes_nothing_and_answers_deadline_exceeded() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Served::start(dir.path(), limits(8, 64)).await;
+    let mut c = s.client().await;
+    s.until_managed(&mut c, "job").await;
+
+    // A client enforces its own deadline too (tonic's, grpcio's): a bare HTTP/2 client
+    // waits for the daemon's answer whatever the grpc-timeout says.
+    let manage = pb::ManageRequest {
+        container: "job".into(),
+        labels: [("team".to_owned(), "db".to_owned())].into(),
+        ..Default::default()
+    };
+    let answer = bare_call(&s.socket, "Manage", &manage.encode_to_vec(), "0n", true).await;
+    assert_eq!(answer.code(), tonic::Code::DeadlineExceeded, "{answer:?}");
+    assert_eq!(reason(&answer), "DEADLINE_EXCEEDED");
+    assert!(answer.message().contains("nothing was done"), "{answer:?}");
+    let job = c
+        .get_container(pb::GetContainerRequest {
+            container: "job".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .container
+        .unwrap();
+    assert!(
+        job.labels.is_empty(),
+        "a late Manage changed labels: {job:?}"
+    );
+    // The same Manage with time to spare is done: the deadline was the only difference.
+    let answer = bare_call(&s.socket, "Manage", &manage.encode_to_vec(), "60S", true).await;
+    assert_eq!(answer.code(), tonic::Code::Ok, "{answer:?}");
+
+    // A metric stream that never ends holds its handler until the deadline passes.
+    let answer = bare_call(&s.socket, "ReportMetric", &[], "200m", false).await;
+    assert_eq!(answer.code(), tonic::Code::DeadlineExceeded, "{answer:?}");
+    assert_eq!(reason(&answer), "DEADLINE_EXCEEDED");
+    assert!(answer.message().contains("stopped there"), "{answer:?}");
+}
+
+/// One call over a bare HTTP/2 connection, with `grpc-timeout: timeout`: `message` as the
+/// request's one message, and the request stream left open unless `end`; the status the
+/// daemon answers (OK when it answers with a message).
+async fn bare_call(
+    socket: &Path,
+    method: &str,
+    message: &[u8],
+    timeout: &str,
+    end: bool,
+) -> tonic::Status {
+    let io = tokio::net::UnixStream::connect(socket).await.unwrap();
+    let (mut client, connection) = h2::client::handshake(io).await.unwrap();
+    tokio::spawn(connection);
+    let request = http::Request::post(format!("http://localhost/placed.v1.PlacedService/{method}"))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .header("grpc-timeout", timeout)
+        .body(())
+        .unwrap();
+    let (response, mut send) = client.send_request(request, false).unwrap();
+    let mut frame = vec![0u8];
+    frame.extend_from_slice(&u32::try_from(message.len()).unwrap().to_be_bytes());
+    frame.extend_from_slice(message);
+    if end || !message.is_empty() {
+        send.send_data(frame.into(), end).unwrap();
+    }
+    let response = tokio::time::timeout(HANG, response)
+        .await
+        .expect("an answer")
+        .unwrap();
+    // Trailers-only (an error answered at once), else the trailers after the body.
+    if let Some(status) = tonic::Status::from_header_map(response.headers()) {
+        return status;
+    }
+    let mut body = response.into_body();
+    while let Some(data) = body.data().await {
+        let data = data.unwrap();
+        let _ = body.flow_control().release_capacity(data.len());
+    }
+    let trailers = body.trailers().await.unwrap().expect("trailers");
+    drop(send);
+    tonic::Status::from_header_map(&trailers).expect("a grpc-status")
+}
+
+/// Issue 24: a message that does not decode is INVALID_ARGUMENT (tonic said INTERNAL, "a
+/// bug") and not counted as the daemon's error; an empty container in ReportMetric is
+/// INVALID_ARGUMENT like every other call's; and every status carries its reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn argument_errors_have_one_code_and_every_status_its_details() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Served::start(dir.path(), limits(1, 64)).await;
+    let mut c = s.client().await;
+    s.until_managed(&mut c, "job").await;
+    let before = api_errors(&s.metrics);
+
+    // Field 1 of ManageRequest is a string; a varint there does not decode.
+    let channel = placed_proto::unix::connect(&s.socket).await.unwrap();
+    let mut raw = tonic::client::Grpc::new(channel);
+    raw.ready().await.unwrap();
+    let path = http::uri::PathAndQuery::from_static("/placed.v1.PlacedService/Manage");
+    let err = raw
+        .unary(tonic::Request::new(vec![0x08, 0x05]), path, Raw)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), tonic::Code::InvalidArgument, "{err:?}");
+    assert_eq!(reason(&err), "MALFORMED_REQUEST");
+    raw.ready().await.unwrap();
+    let path = http::uri::PathAndQuery::from_static("/placed.v1.PlacedService/ReportMetric");
+    let err = raw
+        .client_streaming(
+            tonic::Request::new(tokio_stream::iter([vec![0x08, 0x05]])),
+            path,
+            Raw,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), tonic::Code::InvalidArgument, "{err:?}");
+    assert_eq!(reason(&err), "MALFORMED_REQUEST");
+    assert_eq!(
+        api_errors(&s.metrics),
+        before,
+        "a malformed message counted as the daemon's error"
+    );
+
+    let sample = |container: &str| pb::ReportMetricRequest {
+        container: container.into(),
+        value: 1.0,
+        time: None,
+    };
+    let err = c
+        .report_metric(tokio_stream::iter([sample("")]))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), tonic::Code::InvalidArgument, "{err:?}");
+    assert_eq!(
+        (reason(&err), bad_field(&err)),
+        ("BAD_REQUEST".into(), "container".into())
+    );
+    let err = c
+        .report_metric(tokio_stream::iter([sample("nothing")]))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), tonic::Code::NotFound, "{err:?}");
+    assert_eq!(reason(&err), "CONTAINER_NOT_FOUND");
+
+    // The statuses the service builds itself, not from a daemon error.
+    let err = c
+        .list_containers(pb::ListContainersRequest {
+            page_size: -1,
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (reason(&err), bad_field(&err)),
+        ("BAD_REQUEST".into(), "page_size".into())
+    );
+    let err = c
+        .list_containers(pb::ListContainersRequest {
+            page_token: "bm90IGEgdG9rZW4".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(bad_field(&err), "page_token");
+    let err = c
+        .place(pb::PlaceRequest {
+            container: "job".into(),
+            migration: 42,
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (err.code(), bad_field(&err)),
+        (tonic::Code::InvalidArgument, "migration".into())
+    );
+    let err = c
+        .admit_batch(pb::AdmitBatchRequest {
+            requests: vec![pb::AdmitRequest {
+                vcpus: 1,
+                reserve: Some(prost_types::Duration {
+                    seconds: -1,
+                    nanos: 0,
+                }),
+                ..Default::default()
+            }],
+            mode: 0,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(bad_field(&err), "requests[0].reserve", "{err:?}");
+    let err = c
+        .watch(pb::WatchRequest {
+            resume_after_sequence: u64::MAX / 2,
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), tonic::Code::OutOfRange, "{err:?}");
+    assert_eq!(reason(&err), "RESUME_POINT_NEVER_ISSUED");
+    let _open = watch(&mut c).await.unwrap();
+    let err = watch(&mut c).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::ResourceExhausted, "{err:?}");
+    assert_eq!(reason(&err), "TOO_MANY_WATCHERS");
 }

@@ -68,8 +68,10 @@ async fn on_daemon(
         Ok(r) => r,
         // A timeout is "try again", as DEADLINE_EXCEEDED from the daemon is.
         Err(_) => Err(StatusError(tonic::Status::deadline_exceeded(format!(
-            "no answer from placed within {} (--timeout)",
-            humantime::format_duration(connection.timeout)
+            "no answer from placed within {} (--timeout){}",
+            humantime::format_duration(connection.timeout),
+            call.after_timeout()
+                .map_or_else(String::new, |more| format!(": {more}"))
         )))
         .into()),
     }

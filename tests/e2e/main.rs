@@ -3,6 +3,7 @@
 //! One test binary (built as the `placed` package's `e2e` test so that cargo hands it the
 //! real executables); one module per area.
 
+mod admission;
 #[path = "../support/bins.rs"]
 mod bins;
 #[path = "../support/cgroup.rs"]

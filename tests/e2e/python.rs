@@ -153,3 +153,34 @@ fn python_grpcio_drives_the_daemon_on_its_unix_socket_unmodified() {
         "{out}"
     );
 }
+
+/// A scheduler's session in Python: admission with and without a hold, two holds racing
+/// for this VM's only allocation unit, a claim by Manage, expiry, batches, capacity
+/// against ListContainers, a hold that outlives a restart, and error details decoded
+/// from `grpc-status-details-bin`.
+#[test]
+fn python_grpcio_admits_reserves_claims_and_reads_error_details() {
+    let host = match crate::cgroup_support::host() {
+        Ok(h) => h,
+        Err(why) => {
+            eprintln!("skipped, because {why}");
+            return;
+        }
+    };
+    let Some(python) = python() else { return };
+    let cpus = host.online_cpus().expect("online CPUs");
+    let mems = host.memory_nodes().expect("memory nodes");
+    let cg: TestCgroup = TestCgroup::new(&host, &cpus, &mems);
+    let c1 = cg.child("c1", &cpus, &mems);
+    let dir = tempfile::tempdir().unwrap();
+    let work = serde_json::json!({ "c1": c1.to_string() });
+    std::fs::write(dir.path().join("work.json"), work.to_string()).unwrap();
+    let mut d = TestDaemon::start(dir.path(), &Setup::watching(&cg.path));
+    d.wait_for("c1", |j| {
+        j["containers"].as_array().is_some_and(|c| c.len() == 1)
+    });
+    session(&python, "admission1", &d, dir.path());
+    assert!(d.stop().is_some_and(|s| s.success()), "{}", d.log());
+    d.spawn();
+    session(&python, "admission2", &d, dir.path());
+}

@@ -31,6 +31,8 @@ pub const READ_ONLY: &[&str] = &[
     "/placed.v1.PlacedService/Recommend",
     "/placed.v1.PlacedService/Watch",
     "/placed.v1.PlacedService/GetStatus",
+    "/placed.v1.PlacedService/ListReservations",
+    "/placed.v1.PlacedService/GetCapacity",
     "/grpc.health.v1.Health/Check",
     "/grpc.health.v1.Health/Watch",
     "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
@@ -59,10 +61,11 @@ impl Access {
 /// The answer to a call the listener does not serve.
 pub fn denied(path: &str) -> tonic::Status {
     let method = path.rsplit('/').next().unwrap_or(path);
-    tonic::Status::permission_denied(format!(
+    super::status::Refusal::new(tonic::Code::PermissionDenied, "READ_ONLY_LISTENER", format!(
         "{} is not a read-only call, and this TCP listener serves only read-only calls: it has no client authentication (grpc.tls.client_ca is unset); set grpc.tls.client_ca to the CA of the orchestrators' certificates, or call over the Unix socket",
         placed_core::text::clip(method, 100)
     ))
+    .status()
 }
 
 #[cfg(test)]

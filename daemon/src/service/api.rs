@@ -16,7 +16,7 @@ use placed_host::migrate::{Mode, ModeKind};
 
 use super::convert;
 use super::paging::{self, Pager};
-pub use super::status::{status_for, status_of};
+pub use super::status::{Refusal, bad_request, status_for, status_of};
 use super::watch::{self, EventStream, Watchers};
 
 /// The service; answers UNAVAILABLE until the daemon has restored its state.
@@ -62,9 +62,14 @@ impl Api {
     }
 
     pub(super) fn daemon(&self) -> Result<&Daemon, Status> {
-        self.daemon
-            .get()
-            .ok_or_else(|| Status::unavailable("placed is starting: restoring its state"))
+        self.daemon.get().ok_or_else(|| {
+            Refusal::new(
+                tonic::Code::Unavailable,
+                "STARTING",
+                "placed is starting: restoring its state",
+            )
+            .status()
+        })
     }
 }
 
@@ -75,9 +80,10 @@ fn mode_of(daemon: &Daemon, m: i32) -> Result<Option<Mode>, Status> {
         Ok(pb::MigrationMode::Fast) => ModeKind::Fast,
         Ok(pb::MigrationMode::Throttled) => ModeKind::Throttled,
         Err(_) => {
-            return Err(Status::invalid_argument(format!(
-                "unknown migration mode {m}"
-            )));
+            return Err(bad_request(
+                "migration",
+                format!("unknown migration mode {m}"),
+            ));
         }
     };
     Ok(Some(daemon.mode_of(kind)))
@@ -98,10 +104,18 @@ fn sample_time(
 
 fn need_container(c: &str) -> Result<(), Status> {
     if c.is_empty() {
-        Err(Status::invalid_argument("the request names no container"))
+        Err(bad_request("container", "the request names no container"))
     } else {
         Ok(())
     }
+}
+
+/// How a client-streaming call failed: with the daemon's answer (counted as an API error),
+/// or by the client's own stream (a message that does not decode, the client gone), which
+/// is not the daemon's error.
+enum StreamEnd {
+    Answer(Status),
+    Client(Status),
 }
 
 /// The handlers; the [`Placed`] implementation below counts their failures.
@@ -121,7 +135,7 @@ impl Api {
     ) -> Result<Response<pb::ListPlacementsResponse>, Status> {
         let r = request.into_inner();
         if r.vcpus == 0 {
-            return Err(Status::invalid_argument("vcpus must be at least 1"));
+            return Err(bad_request("vcpus", "vcpus must be at least 1"));
         }
         let size = paging::page_size(r.page_size)?;
         // Placements are computed once per v and never change: an offset is a stable
@@ -133,7 +147,12 @@ impl Api {
             self.pager
                 .open(&list, &r.page_token)?
                 .parse::<usize>()
-                .map_err(|_| Status::internal("a signed page token holds no offset"))?
+                .map_err(|_| {
+                    status_for(
+                        Fault::Internal,
+                        "a signed page token holds no offset".into(),
+                    )
+                })?
         };
         let set = self
             .daemon()?
@@ -211,13 +230,13 @@ impl Api {
         need_container(&r.container)?;
         let daemon = self.daemon()?;
         let policy = placed_proto::convert::policy_from_pb(r.policy.as_ref(), daemon.config_goal())
-            .map_err(Status::invalid_argument)?;
+            .map_err(|e| bad_request("policy", e))?;
         let metric = match &r.metric {
             Some(m) => convert::metric_from_pb(m)?,
             None => None,
         };
         let on_override = placed_proto::convert::on_override_from_pb(r.on_override)
-            .map_err(Status::invalid_argument)?;
+            .map_err(|e| bad_request("on_override", e))?;
         let view = daemon
             .manage(ManageRequest {
                 container: r.container,
@@ -278,7 +297,7 @@ impl Api {
         need_container(&r.container)?;
         let daemon = self.daemon()?;
         let policy = placed_proto::convert::policy_from_pb(r.policy.as_ref(), daemon.config_goal())
-            .map_err(Status::invalid_argument)?;
+            .map_err(|e| bad_request("policy", e))?;
         let rec = daemon
             .recommend(&r.container, policy)
             .await
@@ -304,7 +323,8 @@ impl Api {
         let mode = mode_of(daemon, r.migration)?;
         let given = if !r.placement_id.is_empty() {
             if r.policy.is_some() {
-                return Err(Status::invalid_argument(
+                return Err(bad_request(
+                    "policy",
                     "give either a placement_id or a policy, not both",
                 ));
             }
@@ -313,13 +333,14 @@ impl Api {
             })
         } else {
             placed_proto::convert::policy_from_pb(r.policy.as_ref(), daemon.config_goal())
-                .map_err(Status::invalid_argument)?
+                .map_err(|e| bad_request("policy", e))?
         };
         let target = match given {
             Some(p) if r.keep_policy => PlaceTarget::Once(p),
             Some(p) => PlaceTarget::Policy(p),
             None if r.keep_policy => {
-                return Err(Status::invalid_argument(
+                return Err(bad_request(
+                    "keep_policy",
                     "keep_policy needs a placement_id or a policy: without either the move is by the container's own policy",
                 ));
             }
@@ -346,8 +367,8 @@ impl Api {
     async fn do_report_metric(
         &self,
         request: Request<Streaming<pb::ReportMetricRequest>>,
-    ) -> Result<Response<pb::ReportMetricResponse>, Status> {
-        let daemon = self.daemon()?.clone();
+    ) -> Result<Response<pb::ReportMetricResponse>, StreamEnd> {
+        let daemon = self.daemon().map_err(StreamEnd::Answer)?.clone();
         let mut stream = request.into_inner();
         let mut accepted = 0u64;
         let mut rejected = 0u64;
@@ -355,6 +376,16 @@ impl Api {
         loop {
             match stream.next().await {
                 None => break,
+                // The same argument error answers the same code on every call: a sample
+                // naming no container is INVALID_ARGUMENT, not "no container ''".
+                Some(Ok(sample)) if sample.container.is_empty() => {
+                    return Err(StreamEnd::Answer(bad_request(
+                        "container",
+                        format!(
+                            "the request names no container ({accepted} earlier samples of this stream were accepted)"
+                        ),
+                    )));
+                }
                 Some(Ok(sample)) => match sample_time(sample.time.as_ref())
                     .and_then(|taken| daemon.report(&sample.container, sample.value, taken))
                 {
@@ -363,10 +394,13 @@ impl Api {
                     // daemon or an old name, and every sample would be lost, so it fails
                     // as a whole instead of counting rejections.
                     Err(e) if e.fault() == Fault::NotFound => {
-                        return Err(Status::not_found(format!(
+                        let line = format!(
                             "{} ({accepted} earlier samples of this stream were accepted)",
                             e.line()
-                        )));
+                        );
+                        return Err(StreamEnd::Answer(
+                            Refusal::new(tonic::Code::NotFound, e.reason(), line).status(),
+                        ));
                     }
                     // One bad sample (NaN, a container not taking pushed metrics) is
                     // rejected alone: the stream goes on.
@@ -375,11 +409,14 @@ impl Api {
                         last_error = e.line();
                     }
                 },
-                // The client went away mid-stream: what arrived counts, nothing is waiting
-                // for an answer.
+                // A message that does not decode is the caller's error; a client that went
+                // away mid-stream waits for no answer (what arrived counts). Neither is
+                // the daemon's error.
                 Some(Err(status)) => {
                     tracing::debug!(%status, accepted, "metric stream ended by the client");
-                    return Err(status);
+                    return Err(StreamEnd::Client(
+                        super::status::malformed(&status).unwrap_or(status),
+                    ));
                 }
             }
         }
@@ -538,7 +575,11 @@ impl PlacedService for Api {
         &self,
         request: Request<Streaming<pb::ReportMetricRequest>>,
     ) -> Result<Response<pb::ReportMetricResponse>, Status> {
-        self.counted(self.do_report_metric(request).await)
+        match self.do_report_metric(request).await {
+            Ok(r) => Ok(r),
+            Err(StreamEnd::Answer(status)) => self.counted(Err(status)),
+            Err(StreamEnd::Client(status)) => Err(status),
+        }
     }
 
     async fn watch(

@@ -66,12 +66,15 @@ pub fn duration_from_pb(
         .map(|s| Duration::new(s, u32::try_from(d.nanos).unwrap_or(0)))
         .filter(|v| *v >= min);
     value.map(Some).ok_or_else(|| {
-        Status::invalid_argument(format!(
-            "{field}: {}s {}ns; at least {} ms, or unset for none",
-            d.seconds,
-            d.nanos,
-            min.as_millis()
-        ))
+        super::status::bad_request(
+            field,
+            format!(
+                "{field}: {}s {}ns; at least {} ms, or unset for none",
+                d.seconds,
+                d.nanos,
+                min.as_millis()
+            ),
+        )
     })
 }
 
@@ -334,15 +337,19 @@ fn pattern_from_pb(p: &pb::PatternMetric) -> Result<SourceSpec, Status> {
         Ok(pb::PatternMode::Total) => Mode::Total,
         Ok(pb::PatternMode::Increment) => Mode::Increment,
         Err(_) => {
-            return Err(Status::invalid_argument(format!(
-                "metric.pattern.mode = {}: not a PatternMode this daemon knows (rate = 1, total = 2, increment = 3)",
-                p.mode
-            )));
+            return Err(super::status::bad_request(
+                "metric.pattern.mode",
+                format!(
+                    "metric.pattern.mode = {}: not a PatternMode this daemon knows (rate = 1, total = 2, increment = 3)",
+                    p.mode
+                ),
+            ));
         }
     };
     let input = match &p.input {
         None => {
-            return Err(Status::invalid_argument(
+            return Err(super::status::bad_request(
+                "metric.pattern.input",
                 "a pattern metric needs a program or a file to read",
             ));
         }
@@ -353,10 +360,13 @@ fn pattern_from_pb(p: &pb::PatternMetric) -> Result<SourceSpec, Status> {
                 Ok(pb::PatternStream::Stdout) => Stream::Stdout,
                 Ok(pb::PatternStream::Stderr) => Stream::Stderr,
                 Err(_) => {
-                    return Err(Status::invalid_argument(format!(
-                        "metric.pattern.program.stream = {}: not a PatternStream this daemon knows (stdout = 1, stderr = 2, both = 3)",
-                        program.stream
-                    )));
+                    return Err(super::status::bad_request(
+                        "metric.pattern.program.stream",
+                        format!(
+                            "metric.pattern.program.stream = {}: not a PatternStream this daemon knows (stdout = 1, stderr = 2, both = 3)",
+                            program.stream
+                        ),
+                    ));
                 }
             },
         },
@@ -379,7 +389,8 @@ pub fn metric_from_pb(m: &pb::MetricSpec) -> Result<Option<SourceSpec>, Status> 
         Some(Source::Pushed(p)) => SourceSpec::Pushed { counter: p.total },
         Some(Source::Prometheus(p)) => {
             if p.url.is_empty() || p.selector.is_empty() {
-                return Err(Status::invalid_argument(
+                return Err(super::status::bad_request(
+                    "metric.prometheus",
                     "a Prometheus metric needs a url and a selector",
                 ));
             }
@@ -399,19 +410,18 @@ pub fn metric_from_pb(m: &pb::MetricSpec) -> Result<Option<SourceSpec>, Status> 
             }
             Ok(pb::PerfCounter::Ipc) => SourceSpec::Perf { ipc: true },
             Err(_) => {
-                return Err(Status::invalid_argument(format!(
-                    "metric.perf.counter = {}: not a PerfCounter this daemon knows (instructions = 1, ipc = 2)",
-                    p.counter
-                )));
+                return Err(super::status::bad_request(
+                    "metric.perf.counter",
+                    format!(
+                        "metric.perf.counter = {}: not a PerfCounter this daemon knows (instructions = 1, ipc = 2)",
+                        p.counter
+                    ),
+                ));
             }
         },
     };
-    spec.check().map_err(|e| {
-        super::api::status_for(
-            placed_core::fault::Fault::InvalidInput,
-            placed_core::text::error_line(&e),
-        )
-    })?;
+    spec.check()
+        .map_err(|e| super::status::bad_request("metric", placed_core::text::error_line(&e)))?;
     Ok(Some(spec))
 }
 

@@ -22,7 +22,12 @@ use tonic::body::Body;
 
 /// What a stream ended at stop gets.
 fn stopping() -> tonic::Status {
-    tonic::Status::unavailable("placed is stopping: call again once it is back")
+    super::status::Refusal::new(
+        tonic::Code::Unavailable,
+        "STOPPING",
+        "placed is stopping: call again once it is back",
+    )
+    .status()
 }
 
 /// Which body of a call.

@@ -1,7 +1,9 @@
 //! What stands in front of every service of a listener, before routing: the listener's
 //! [`Access`] decided by the call's path (a call it does not allow is answered
-//! PERMISSION_DENIED), and the daemon's stop applied to the body of every request and
-//! response it lets through ([`Ends`]), so that every stream ends when the daemon stops.
+//! PERMISSION_DENIED), the call's deadline (one passed is answered DEADLINE_EXCEEDED,
+//! [`super::deadline`]), a request message that does not decode answered INVALID_ARGUMENT
+//! instead of tonic's INTERNAL, and the daemon's stop applied to the body of every request
+//! and response it lets through ([`Ends`]), so that every stream ends when the daemon stops.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -11,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use tonic::body::Body;
 
 use super::access::{self, Access};
+use super::deadline;
 use super::ending::{Ends, Side};
 
 /// The layer: a listener's access, and the daemon's stop.
@@ -66,11 +69,36 @@ where
             let answer = access::denied(path).into_http::<Body>();
             return Box::pin(std::future::ready(Ok(answer)));
         }
+        let deadline = deadline::of(request.headers());
+        if deadline.is_some_and(|d| d <= tokio::time::Instant::now()) {
+            let answer = deadline::passed_before_start().into_http::<Body>();
+            return Box::pin(std::future::ready(Ok(answer)));
+        }
         let stop = self.front.stop.clone();
         let request = request.map(|b| Body::new(Ends::new(b, Side::Request, &stop)));
         let response = self.inner.call(request);
         Box::pin(async move {
-            let response = response.await?;
+            // This deadline was read before tonic's timer for the same grpc-timeout was
+            // set, and the handler is polled before that timer: DEADLINE_EXCEEDED answers
+            // first, and the handler is dropped here as tonic would drop it.
+            let response = match deadline {
+                None => response.await?,
+                Some(at) => tokio::select! {
+                    biased;
+                    r = response => r?,
+                    () = tokio::time::sleep_until(at) => {
+                        return Ok(deadline::passed_while_running().into_http::<Body>());
+                    }
+                },
+            };
+            // tonic answers a request message that does not decode before any handler
+            // runs, with INTERNAL ("a bug"): it is the caller's error.
+            if let Some(status) = tonic::Status::from_header_map(response.headers())
+                .as_ref()
+                .and_then(super::status::malformed)
+            {
+                return Ok(status.into_http::<Body>());
+            }
             Ok(response.map(|b| Body::new(Ends::new(b, Side::Response, &stop))))
         })
     }

@@ -24,6 +24,7 @@ pub mod admit;
 mod api;
 pub mod authority;
 mod convert;
+mod deadline;
 pub mod ending;
 pub mod front;
 pub mod guard;

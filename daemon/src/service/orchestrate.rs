@@ -10,8 +10,9 @@ use tonic::{Request, Response, Status};
 use crate::lifecycle::{Admission, AdmitRequest, BatchMode, Capacity, Hint, Prior};
 use crate::state::ReservationRecord;
 
-use super::api::{Api, status_for, status_of};
+use super::api::{Api, bad_request, status_of};
 use super::convert;
+use super::status::code_of;
 
 /// Most containers one batch may ask for.
 const MAX_BATCH: usize = 1000;
@@ -36,19 +37,22 @@ impl Api {
         let daemon = self.daemon()?;
         let r = request.into_inner();
         if r.requests.len() > MAX_BATCH {
-            return Err(Status::invalid_argument(format!(
-                "requests: {} containers in one batch; at most {MAX_BATCH}",
-                r.requests.len()
-            )));
+            return Err(bad_request(
+                "requests",
+                format!(
+                    "requests: {} containers in one batch; at most {MAX_BATCH}",
+                    r.requests.len()
+                ),
+            ));
         }
         let mode = match pb::BatchMode::try_from(r.mode) {
             Ok(pb::BatchMode::Unspecified | pb::BatchMode::AllOrNothing) => BatchMode::AllOrNothing,
             Ok(pb::BatchMode::BestEffort) => BatchMode::BestEffort,
             Err(_) => {
-                return Err(Status::invalid_argument(format!(
-                    "mode: unknown batch mode {}",
-                    r.mode
-                )));
+                return Err(bad_request(
+                    "mode",
+                    format!("mode: unknown batch mode {}", r.mode),
+                ));
             }
         };
         let goal = daemon.config_goal();
@@ -56,11 +60,7 @@ impl Api {
             .requests
             .into_iter()
             .enumerate()
-            .map(|(i, q)| {
-                admit_request(q, goal).map_err(|s| {
-                    Status::invalid_argument(format!("requests[{i}]: {}", s.message()))
-                })
-            })
+            .map(|(i, q)| admit_request(q, goal).map_err(|s| in_batch(i, &s)))
             .collect::<Result<Vec<_>, Status>>()?;
         let answers = daemon
             .admit_batch(requests, mode)
@@ -78,7 +78,7 @@ impl Api {
                         admission: None,
                         error: Some(pb::BatchError {
                             reason: e.reason().to_owned(),
-                            code: status_for(e.fault(), String::new()).code() as i32,
+                            code: code_of(e.fault()) as i32,
                             message: e.line(),
                         }),
                     },
@@ -134,10 +134,25 @@ impl Api {
     }
 }
 
+/// A refused request of a batch, its field named by its place in the batch
+/// (`requests[3].vcpus`).
+fn in_batch(i: usize, s: &Status) -> Status {
+    use tonic_types::StatusExt;
+    let field = s
+        .get_error_details()
+        .bad_request()
+        .and_then(|b| b.field_violations.first().map(|v| v.field.clone()))
+        .map_or_else(
+            || format!("requests[{i}]"),
+            |f| format!("requests[{i}].{f}"),
+        );
+    bad_request(field, format!("requests[{i}]: {}", s.message()))
+}
+
 /// An `AdmitRequest` in the daemon's terms.
 fn admit_request(r: pb::AdmitRequest, goal: f64) -> Result<AdmitRequest, Status> {
     let policy = placed_proto::convert::policy_from_pb(r.policy.as_ref(), goal)
-        .map_err(Status::invalid_argument)?;
+        .map_err(|e| bad_request("policy", e))?;
     // The daemon refuses a hold past its limit, naming the limit.
     let reserve =
         convert::duration_from_pb(r.reserve.as_ref(), "reserve", Duration::from_millis(1))?;

@@ -17,9 +17,12 @@ const TAG: usize = 32;
 /// The number of entries to return for a request's `page_size`.
 pub fn page_size(requested: i32) -> Result<usize, Status> {
     match usize::try_from(requested) {
-        Err(_) => Err(Status::invalid_argument(format!(
-            "page_size = {requested} is negative: give 0 for the default ({DEFAULT_PAGE_SIZE}) or up to {MAX_PAGE_SIZE}"
-        ))),
+        Err(_) => Err(super::status::bad_request(
+            "page_size",
+            format!(
+                "page_size = {requested} is negative: give 0 for the default ({DEFAULT_PAGE_SIZE}) or up to {MAX_PAGE_SIZE}"
+            ),
+        )),
         Ok(0) => Ok(DEFAULT_PAGE_SIZE),
         Ok(n) => Ok(n.min(MAX_PAGE_SIZE)),
     }
@@ -57,10 +60,13 @@ impl Pager {
     /// pager did not issue for `list`.
     pub fn open(&self, list: &str, token: &str) -> Result<String, Status> {
         let refused = || {
-            Status::invalid_argument(format!(
-                "page_token {:?} was not issued by this daemon for this listing (tokens do not survive a restart, and belong to one request's parameters): list again without a page_token",
-                token.chars().take(40).collect::<String>()
-            ))
+            super::status::bad_request(
+                "page_token",
+                format!(
+                    "page_token {:?} was not issued by this daemon for this listing (tokens do not survive a restart, and belong to one request's parameters): list again without a page_token",
+                    token.chars().take(40).collect::<String>()
+                ),
+            )
         };
         let raw = URL_SAFE_NO_PAD.decode(token).map_err(|_| refused())?;
         let split = raw.len().checked_sub(TAG).ok_or_else(refused)?;

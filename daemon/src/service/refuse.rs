@@ -60,8 +60,12 @@ where
         let answered = answered.clone();
         hyper::service::service_fn(move |_request| {
             answered.notify_one();
-            let status =
-                tonic::Status::resource_exhausted(format!("placed refused this connection: {why}"));
+            let status = super::status::Refusal::new(
+                tonic::Code::ResourceExhausted,
+                "CONNECTION_LIMIT",
+                format!("placed refused this connection: {why}"),
+            )
+            .status();
             std::future::ready(Ok::<_, Infallible>(status.into_http::<tonic::body::Body>()))
         })
     };

@@ -27,6 +27,7 @@ use crate::lifecycle::events::{Feed, ResumeError, Sequenced};
 use crate::lifecycle::labels::Selector;
 
 use super::convert;
+use super::status::{RESUME_AFTER, Refusal};
 
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<pb::WatchResponse, Status>> + Send>>;
 
@@ -74,10 +75,15 @@ impl Watchers {
     /// A place for one more stream, or RESOURCE_EXHAUSTED naming the limit and its setting.
     pub fn claim(&self) -> Result<Slot, Status> {
         let permit = self.slots.clone().try_acquire_owned().map_err(|_| {
-            Status::resource_exhausted(format!(
-                "{} Watch streams are open, as many as this daemon serves at once (grpc.max_watchers); close one, or raise the setting and restart placed",
-                self.max
-            ))
+            Refusal::new(
+                tonic::Code::ResourceExhausted,
+                "TOO_MANY_WATCHERS",
+                format!(
+                    "{} Watch streams are open, as many as this daemon serves at once (grpc.max_watchers); close one, or raise the setting and restart placed",
+                    self.max
+                ),
+            )
+            .status()
         })?;
         self.open.inc();
         super::reclaim::RECLAIM.opened();
@@ -131,10 +137,18 @@ pub fn stream(
             in_live.store(e.sequence, Ordering::Relaxed);
             Ok(e)
         }
-        Err(BroadcastStreamRecvError::Lagged(n)) => Err(Status::aborted(format!(
-            "this watcher fell behind and {n} events were dropped: watch again with resume_after_sequence = {}",
-            in_live.load(Ordering::Relaxed)
-        ))),
+        Err(BroadcastStreamRecvError::Lagged(n)) => {
+            let resume = in_live.load(Ordering::Relaxed);
+            Err(Refusal::new(
+                tonic::Code::Aborted,
+                "WATCHER_FELL_BEHIND",
+                format!(
+                    "this watcher fell behind and {n} events were dropped: watch again with resume_after_sequence = {resume}"
+                ),
+            )
+            .with(RESUME_AFTER, resume)
+            .status())
+        }
     });
     // When an event last went out, for the bookmarks.
     let started = tokio::time::Instant::now();
@@ -154,10 +168,16 @@ pub fn stream(
         let (closing, last) = (closing.clone(), Arc::clone(&last));
         async move {
             closing.cancelled().await;
-            Err(Status::unavailable(format!(
-                "placed is stopping: watch again once it is back, with resume_after_sequence = {}",
-                last.load(Ordering::Relaxed)
-            )))
+            let resume = last.load(Ordering::Relaxed);
+            Err(Refusal::new(
+                tonic::Code::Unavailable,
+                "STOPPING",
+                format!(
+                    "placed is stopping: watch again once it is back, with resume_after_sequence = {resume}"
+                ),
+            )
+            .with(RESUME_AFTER, resume)
+            .status())
         }
     });
     let events = events.merge(stopped).merge(marks);
@@ -206,7 +226,11 @@ fn bookmark_stream(
 
 fn resume_status(e: ResumeError) -> Status {
     let advice = "list the containers again (ListContainers) and watch from its event_sequence";
-    Status::out_of_range(format!("{e}; {advice}"))
+    let reason = match e {
+        ResumeError::Expired { .. } => "RESUME_POINT_EXPIRED",
+        ResumeError::NeverIssued { .. } => "RESUME_POINT_NEVER_ISSUED",
+    };
+    Refusal::new(tonic::Code::OutOfRange, reason, format!("{e}; {advice}")).status()
 }
 
 #[cfg(test)]

@@ -97,6 +97,7 @@ pub fn container_json(c: &pb::Container) -> Value {
         "on_override": on_override_name(c.effective_on_override),
         "on_override_default": c.on_override == pb::OnOverride::Unspecified as i32,
         "cpuset_override": c.cpuset_override.as_ref().map_or(Value::Null, override_json),
+        "labels": c.labels,
         "outcome": c.outcome.as_ref().map_or(Value::Null, outcome_json),
     })
 }

@@ -4,13 +4,16 @@
 use placed_host::enact::Host;
 use placed_proto::v1 as pb;
 
+use super::labels::SelectorArgs;
 use super::{Action, Call, Client, Failure, Format, Local, Reply, Typed};
 use crate::cli::{self, Exit, StatusError};
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
-    #[arg(long)]
+    #[arg(long, conflicts_with = "selector")]
     host: bool,
+    #[command(flatten)]
+    selector: SelectorArgs,
 }
 
 impl Typed for Args {
@@ -18,19 +21,23 @@ impl Typed for Args {
         if self.host {
             Action::local(OnHost)
         } else {
-            Action::daemon(Managed)
+            Action::daemon(Managed {
+                selector: self.selector.to_wire(),
+            })
         }
     }
 }
 
-/// The daemon's list.
+/// The daemon's list, of the containers whose labels match `selector`.
 #[derive(Debug)]
-struct Managed;
+struct Managed {
+    selector: String,
+}
 
 impl Call for Managed {
     fn call<'a>(&'a self, c: &'a mut Client, format: Format) -> Reply<'a> {
         Box::pin(async move {
-            let containers = all_containers(c).await?;
+            let containers = all_containers(c, &self.selector).await?;
             format.print(
                 || cli::daemon::containers_json(&containers),
                 || cli::daemon::render_containers(&containers),
@@ -40,7 +47,7 @@ impl Call for Managed {
 }
 
 /// Every managed container, page after page.
-async fn all_containers(c: &mut Client) -> Result<Vec<pb::Container>, Failure> {
+async fn all_containers(c: &mut Client, selector: &str) -> Result<Vec<pb::Container>, Failure> {
     let mut containers = Vec::new();
     let mut page_token = String::new();
     loop {
@@ -48,7 +55,7 @@ async fn all_containers(c: &mut Client) -> Result<Vec<pb::Container>, Failure> {
             .list_containers(pb::ListContainersRequest {
                 page_size: 0,
                 page_token,
-                ..pb::ListContainersRequest::default()
+                label_selector: selector.to_owned(),
             })
             .await
             .map_err(StatusError)?

@@ -3,6 +3,7 @@
 use placed_core::reconcile::OnOverride;
 use placed_proto::v1 as pb;
 
+use super::labels::LabelArgs;
 use super::policy::PolicyArgs;
 use super::{Action, Call, Client, Failure, Format, Reply, Typed};
 use crate::cli::{self, StatusError};
@@ -28,6 +29,15 @@ pub struct Args {
     /// and stop moving it, or only report it. Default: the daemon's policy.on_override.
     #[arg(long, value_name = "WHAT", value_parser = ["reassert", "adopt", "leave"])]
     on_override: Option<String>,
+    #[command(flatten)]
+    labels: LabelArgs,
+    /// Claim a reservation (placectl admit --reserve): the container starts on the reserved
+    /// units, with the reservation's vCPUs, policy and labels unless given here.
+    #[arg(long, value_name = "ID")]
+    reservation: Option<String>,
+    /// Answer the container as it would be, changing nothing.
+    #[arg(long)]
+    dry_run: bool,
 }
 
 impl Typed for Args {
@@ -48,7 +58,9 @@ impl Typed for Args {
             policy,
             metric,
             on_override: on_override as i32,
-            ..pb::ManageRequest::default()
+            labels: self.labels.to_map()?,
+            reservation: self.reservation.unwrap_or_default(),
+            dry_run: self.dry_run,
         })
     }
 }
@@ -63,9 +75,21 @@ impl Call for pb::ManageRequest {
                 .into_inner()
                 .container
                 .ok_or("the daemon answered Manage without the container")?;
+            let dry_run = self.dry_run;
             format.print(
-                || cli::daemon::container_json(&r),
-                || cli::daemon::render_containers(std::slice::from_ref(&r)),
+                || {
+                    let mut j = cli::daemon::container_json(&r);
+                    j["dry_run"] = dry_run.into();
+                    j
+                },
+                || {
+                    let table = cli::daemon::render_containers(std::slice::from_ref(&r));
+                    if dry_run {
+                        format!("{table}dry run: nothing was changed\n")
+                    } else {
+                        table
+                    }
+                },
             )
         })
     }

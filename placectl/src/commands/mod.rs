@@ -16,9 +16,12 @@ use std::pin::Pin;
 use crate::args::{ConnectionArgs, Remote};
 use crate::cli::{self, Exit};
 
+mod admit;
+mod capacity;
 mod completion;
 mod containers;
 mod inspect;
+mod labels;
 mod man;
 mod manage;
 mod model;
@@ -28,7 +31,9 @@ mod placements;
 mod policy;
 mod predict;
 mod recommend;
+mod release;
 mod report;
+mod reservations;
 mod status;
 mod topology;
 mod unmanage;
@@ -106,6 +111,12 @@ pub trait Call: std::fmt::Debug {
     /// (ABORTED refuses before doing anything, so a retry repeats nothing).
     fn waits_when_busy(&self) -> bool {
         false
+    }
+
+    /// What to add when `--timeout` passes before the answer: work the daemon carries on
+    /// with regardless (a move), and how to follow it.
+    fn after_timeout(&self) -> Option<String> {
+        None
     }
 }
 
@@ -205,6 +216,17 @@ commands! {
     /// Stream lifecycle events until interrupted or until the reader goes away
     /// (`placectl watch | head -1`). Times are RFC 3339, UTC.
     Watch(Remote<watch::Args>),
+    /// Where a container that does not exist yet should start (placement, reason,
+    /// prediction and what it rests on); with --reserve, its units held until a container
+    /// claims them (`placectl manage CONTAINER --reservation ID`) or --ttl passes.
+    Admit(Remote<admit::Args>),
+    /// Free, held and reserved PUs per NUMA node and package, who holds each allocation
+    /// unit, and per size the important placements that fit now.
+    Capacity(Remote<capacity::Args>),
+    /// List the reservations held (placectl admit --reserve makes them).
+    Reservations(Remote<reservations::Args>),
+    /// End a reservation before its time: its units are free again.
+    Release(Remote<release::Args>),
     /// Push performance samples for a container (values as arguments, else one per line on
     /// stdin).
     Report(Remote<report::Args>),

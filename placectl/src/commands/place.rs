@@ -24,6 +24,9 @@ pub struct Args {
     /// How memory follows (default: the daemon's config).
     #[arg(long, value_name = "MODE", value_enum)]
     migrate: Option<ModeKind>,
+    /// Answer where the move would go, moving nothing.
+    #[arg(long)]
+    dry_run: bool,
 }
 
 impl Typed for Args {
@@ -49,9 +52,10 @@ impl Typed for Args {
                 placement_id: self.placement.unwrap_or_default(),
                 migration: migration as i32,
                 keep_policy: self.keep_policy,
-                ..pb::PlaceRequest::default()
+                dry_run: self.dry_run,
             },
-            new_policy,
+            new_policy: new_policy.filter(|_| !self.dry_run),
+            dry_run: self.dry_run,
         })
     }
 }
@@ -61,6 +65,7 @@ struct Place {
     request: pb::PlaceRequest,
     /// The policy the request makes the container's own, to be said.
     new_policy: Option<String>,
+    dry_run: bool,
 }
 
 impl Call for Place {
@@ -72,12 +77,38 @@ impl Call for Place {
                 .map_err(StatusError)?
                 .into_inner();
             let policy = self.new_policy.as_deref();
-            format.print(|| place_json(&r, policy), || render_place(&r, policy))
+            let dry_run = self.dry_run;
+            format.print(
+                || {
+                    let mut j = place_json(&r, policy);
+                    j["dry_run"] = dry_run.into();
+                    j
+                },
+                || {
+                    let text = render_place(&r, policy);
+                    if dry_run {
+                        format!("{text}dry run: nothing was moved\n")
+                    } else {
+                        text
+                    }
+                },
+            )
         })
     }
 
     fn waits_when_busy(&self) -> bool {
         true
+    }
+
+    /// An accepted move outlives its caller's timeout (issue 28): say so, and that the
+    /// same request again joins it rather than ordering a second move.
+    fn after_timeout(&self) -> Option<String> {
+        (!self.dry_run).then(|| {
+            let c = &self.request.container;
+            format!(
+                "a move the daemon accepted goes on without this command: `placectl watch {c}` follows it, and `placectl place` with the same arguments joins it instead of starting another"
+            )
+        })
     }
 }
 
@@ -142,6 +173,27 @@ mod tests {
             reason: "ordered".into(),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn a_timed_out_place_says_the_move_goes_on_and_how_to_follow_it() {
+        let Ok(Action::Daemon(call)) = Args {
+            container: "web".into(),
+            placement: Some("n1".into()),
+            policy: PolicyArgs {
+                policy: None,
+                goal: None,
+            },
+            keep_policy: false,
+            migrate: None,
+            dry_run: false,
+        }
+        .validate() else {
+            panic!("place validates");
+        };
+        let more = call.after_timeout().expect("a place says what goes on");
+        assert!(more.contains("placectl watch web"), "{more}");
+        assert!(more.contains("joins it"), "{more}");
     }
 
     #[test]

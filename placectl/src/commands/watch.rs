@@ -5,6 +5,7 @@
 use placed_proto::v1 as pb;
 use serde_json::{Value, json};
 
+use super::labels::SelectorArgs;
 use super::{Action, Call, Client, Failure, Format, Reply, Typed};
 use crate::cli::daemon::{outcome_json, override_json, rfc3339, state_name, unix_ms};
 use crate::cli::{self, Exit, StatusError};
@@ -15,6 +16,8 @@ pub struct Args {
     /// Start with the events kept after this sequence number (the last one seen).
     #[arg(long, value_name = "SEQUENCE")]
     after: Option<u64>,
+    #[command(flatten)]
+    selector: SelectorArgs,
 }
 
 impl Typed for Args {
@@ -22,6 +25,7 @@ impl Typed for Args {
         Action::daemon(pb::WatchRequest {
             container: self.container.unwrap_or_default(),
             resume_after_sequence: self.after.unwrap_or(0),
+            label_selector: self.selector.to_wire(),
             ..pb::WatchRequest::default()
         })
     }
@@ -103,6 +107,10 @@ fn kind_name(k: i32) -> &'static str {
         Ok(pb::EventKind::Outcome) => "outcome",
         Ok(pb::EventKind::ModelStopped) => "model-stopped",
         Ok(pb::EventKind::ModelEnabled) => "model-enabled",
+        Ok(pb::EventKind::Reserved) => "reserved",
+        Ok(pb::EventKind::Released) => "released",
+        Ok(pb::EventKind::Claimed) => "claimed",
+        Ok(pb::EventKind::Bookmark) => "bookmark",
         _ => "unknown",
     }
 }
@@ -135,5 +143,6 @@ pub fn event_json(e: &pb::WatchResponse) -> Value {
         "message": e.message,
         "cpuset_override": e.cpuset_override.as_ref().map_or(Value::Null, override_json),
         "outcome": e.outcome.as_ref().map_or(Value::Null, outcome_json),
+        "labels": e.labels,
     })
 }
