@@ -99,7 +99,7 @@ pub use daemon::Daemon;
 pub use environment::{Environment, StartError};
 pub use error::DaemonError;
 pub use events::{Event, EventKind};
-pub use models::{LoadedModel, LoadedSizesModel};
+pub use models::{LoadedClassesModel, LoadedModel, LoadedSizesModel};
 pub use requests::{
     ContainerView, ManageRequest, PlaceOutcome, PlaceTarget, Recommendation, StatusView,
 };

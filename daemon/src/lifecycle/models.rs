@@ -1,7 +1,8 @@
 //! The models the daemon predicts with: every model file in the model directory, indexed
-//! by machine class and vCPU count. A container size with no model of its own is predicted
-//! by the machine class's model across sizes, when one is installed (docs/models.md,
-//! "Across sizes"). A lookup that misses rescans the directory, so a model
+//! by machine class and vCPU count. The order of trust: the size's own model, else the
+//! machine class's model across sizes (docs/models.md, "Across sizes"), else the model
+//! across machine classes, made ready for this host from what it has ("Across classes"):
+//! a host of a class nobody trained still gets labelled predictions. A lookup that misses rescans the directory, so a model
 //! installed by `placed-train` while the daemon runs is picked up without a restart; a hit
 //! checks that its file is still the one it was read from (modification time, size, inode),
 //! so a retrained model that replaced the file, or a removed file, is noticed too.
@@ -13,8 +14,9 @@ use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use placed_models::data::PlacementInfo;
-use placed_models::{ModelFile, ModelFileError, Predictor, SizesModel};
+use placed_models::{ClassesModel, ModelFile, ModelFileError, Predictor, SizesModel};
 
+use placed_core::machine::Machine;
 use placed_core::placement::PlacementSet;
 
 /// A loaded model and where it came from.
@@ -49,12 +51,21 @@ fn stamp(path: &Path) -> Option<Stamp> {
     })
 }
 
+/// The model across machine classes and where it came from.
+#[derive(Debug, Clone)]
+pub struct LoadedClassesModel {
+    pub model: Arc<ClassesModel>,
+    pub path: PathBuf,
+}
+
 #[derive(Debug, Default)]
 struct Index {
     /// (fingerprint, v) -> model.
     by_class: HashMap<(String, usize), LoadedModel>,
     /// fingerprint -> model across sizes.
     across: HashMap<String, LoadedSizesModel>,
+    /// The model across machine classes (one per directory: the later file name wins).
+    classes: Option<LoadedClassesModel>,
     /// Files already read, with the version read, so a rescan reads only new or changed
     /// ones.
     seen: HashMap<PathBuf, Stamp>,
@@ -67,6 +78,9 @@ impl Index {
     fn drop_path(&mut self, path: &Path) {
         self.by_class.retain(|_, m| m.path != path);
         self.across.retain(|_, m| m.path != path);
+        if self.classes.as_ref().is_some_and(|m| m.path == path) {
+            self.classes = None;
+        }
         self.refused.remove(path);
     }
 }
@@ -77,6 +91,9 @@ pub struct ModelLibrary {
     /// Whether this host has hardware counters: a model that takes counters as inputs is
     /// refused where there are none, before any container is moved for it.
     counters: bool,
+    /// This host's machine model, to describe its placements to the model across classes;
+    /// without it that model is not used.
+    host: Option<Machine>,
     index: Mutex<Index>,
 }
 
@@ -106,10 +123,17 @@ impl ModelLibrary {
         let lib = Self {
             dir,
             counters,
+            host: None,
             index: Mutex::new(Index::default()),
         };
         lib.rescan();
         lib
+    }
+
+    /// The library on `machine`, which the model across classes is made ready for.
+    pub fn on_host(mut self, machine: Machine) -> Self {
+        self.host = Some(machine);
+        self
     }
 
     pub fn dir(&self) -> &Path {
@@ -196,6 +220,16 @@ impl ModelLibrary {
                         },
                     );
                 }
+                Ok(ModelFile::AcrossClasses(model)) => {
+                    tracing::info!(path = %path.display(), model = model.id(), classes = model.classes().len(), "model across machine classes loaded");
+                    if let Some(old) = &index.classes {
+                        tracing::warn!(path = %path.display(), replaces = %old.path.display(), "two models across classes: the later file name is used");
+                    }
+                    index.classes = Some(LoadedClassesModel {
+                        model: Arc::from(model),
+                        path,
+                    });
+                }
                 Err(e) => skip(&path, &e),
             }
         }
@@ -238,8 +272,43 @@ impl ModelLibrary {
                 tracing::warn!(path = %found.path.display(), ?unknown, "model names placements this machine does not have; retrain it");
                 None
             }
-            None => self.across_sizes(fingerprint, placements),
+            None => self
+                .across_sizes(fingerprint, placements)
+                .or_else(|| self.across_classes(fingerprint, placements)),
         }
+    }
+
+    /// The model across machine classes made ready for this host and the set's size, unless
+    /// it refuses the host (leaving a class like it out, it did worse than no model).
+    fn across_classes(&self, fingerprint: &str, set: &PlacementSet) -> Option<LoadedModel> {
+        let machine = self.host.as_ref()?;
+        let loaded = self.lock().classes.clone()?;
+        let v = u32::try_from(set.vcpus).ok()?;
+        let resources = match placed_models::resources::of_machine(machine, set) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(error = %e, "this host's resources cannot be counted: the model across classes is not used");
+                return None;
+            }
+        };
+        match loaded
+            .model
+            .for_host(fingerprint, v, &resources, placement_infos(set))
+        {
+            Ok(ready) => Some(LoadedModel {
+                model: Arc::new(ready),
+                path: loaded.path,
+            }),
+            Err(e) => {
+                tracing::warn!(path = %loaded.path.display(), vcpus = v, error = %e, "the model across classes does not predict here");
+                None
+            }
+        }
+    }
+
+    /// The model across classes, for status.
+    pub fn classes_model(&self) -> Option<LoadedClassesModel> {
+        self.lock().classes.clone()
     }
 
     /// The class's model across sizes made ready for the set's size. It is made again at
@@ -248,15 +317,7 @@ impl ModelLibrary {
     fn across_sizes(&self, fingerprint: &str, set: &PlacementSet) -> Option<LoadedModel> {
         let loaded = self.lock().across.get(fingerprint).cloned()?;
         let v = u32::try_from(set.vcpus).ok()?;
-        let placements = set
-            .placements
-            .iter()
-            .map(|p| PlacementInfo {
-                id: p.id.clone(),
-                scores: p.scores_in_units(),
-            })
-            .collect();
-        match loaded.model.for_size(v, placements) {
+        match loaded.model.for_size(v, placement_infos(set)) {
             Ok(sized) => Some(LoadedModel {
                 model: Arc::new(sized),
                 path: loaded.path,
@@ -300,6 +361,17 @@ impl ModelLibrary {
         // is one insert or removal), so a poisoned lock is still usable.
         self.index.lock().unwrap_or_else(|p| p.into_inner())
     }
+}
+
+/// The set's placements as models know them.
+fn placement_infos(set: &PlacementSet) -> Vec<PlacementInfo> {
+    set.placements
+        .iter()
+        .map(|p| PlacementInfo {
+            id: p.id.clone(),
+            scores: p.scores_in_units(),
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -27,6 +27,7 @@ fn toy() -> SimMachine {
             p("n2-smt", 2.0, 2.0),
             p("n2", 2.0, 1.0),
         ],
+        resources: None,
     }
 }
 
