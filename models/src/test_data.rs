@@ -109,7 +109,7 @@ pub(crate) fn class(nodes: u32) -> Dataset {
     let total = f64::from(nodes);
     let machine = MachineResources {
         nodes: total,
-        packages: (total / 2.0).max(1.0),
+        packages: (total / 2.0).ceil(),
         l3: total,
         cores: 8.0 * total,
         threads_per_core: 2.0,
@@ -151,15 +151,17 @@ pub(crate) fn class(nodes: u32) -> Dataset {
     };
     let mut records = Vec::new();
     for family in ["bw-a", "bw-b", "hates-a", "hates-b", "flat-a", "flat-b"] {
-        for w in 0..4 {
-            let j = 0.02 * f64::from(w);
+        // Workloads of a family differ by as much as the behaviours do, so a category's
+        // mean is a rough guess and the probe tells them apart.
+        for w in 0..6 {
+            let j = 0.1 * f64::from(w);
             for p in &used {
                 let share = p.nodes / total;
                 let smt = 8.0 / p.cores - 1.0;
                 let rel = match &family[..family.len() - 2] {
-                    "bw" => (1.0 + (1.5 + j) * share) * (1.0 - 0.1 * smt),
-                    "hates" => 1.0 - (0.4 + j) * smt,
-                    _ => 1.0 + j * share,
+                    "bw" => (1.0 + (0.5 + 2.0 * j) * share) * (1.0 - 0.1 * smt),
+                    "hates" => 1.0 - (0.1 + j) * smt,
+                    _ => 1.0 + 0.5 * j * share,
                 };
                 records.push(RunRecord {
                     fingerprint: fingerprint.clone(),
