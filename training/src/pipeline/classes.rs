@@ -21,6 +21,21 @@ use crate::simulate::{SimMachine, SimulateError, SimulationOptions, simulate};
 /// directory, so installing a new one replaces the old.
 pub const CLASSES_MODEL_FILE: &str = "across-classes.json";
 
+/// The real topologies of the corpus the evaluation in docs/models.md ("Across classes")
+/// simulates, under `tests/topologies/`: Intel (two and four sockets, Cluster-on-Die),
+/// AMD (the 8-node Opteron 6272, EPYC chiplet parts) and Arm.
+pub const CORPUS_TOPOLOGIES: &[&str] = &[
+    "hwloc-xml/32em64t-2n8c2t-pci-normalio.xml",
+    "hwloc-xml/16em64t-4s2c2t.xml",
+    "hwloc-xml/28intel64-2p2g7c-CoDgroups.v1tov2.xml",
+    "mpibind-xml/cts1-quartz-smt1.xml",
+    "hwloc-xml/x86+linux-64amd64-4p2n4ca2co.xml",
+    "mpibind-xml/epyc-corona.xml",
+    "hwloc-xml/x86-AMD-17h-Zen-2xEpyc-7451.xml",
+    "mpibind-xml/arm64-ulna-hwloc1.xml",
+    "sparecores-xml/aws__r8g.48xlarge.xml",
+];
+
 /// Fewest important placements a class's size must have: a baseline, a probe, and at least
 /// two to predict, so that a class says something about the placements it is predicted on.
 pub const MIN_PLACEMENTS: usize = 4;
