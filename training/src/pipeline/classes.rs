@@ -22,18 +22,20 @@ use crate::simulate::{SimMachine, SimulateError, SimulationOptions, simulate};
 pub const CLASSES_MODEL_FILE: &str = "across-classes.json";
 
 /// The real topologies of the corpus the evaluation in docs/models.md ("Across classes")
-/// simulates, under `tests/topologies/`: Intel (two and four sockets, Cluster-on-Die),
-/// AMD (the 8-node Opteron 6272, EPYC chiplet parts) and Arm.
+/// simulates, under `tests/topologies/`: Intel (two sockets, four nodes, sub-NUMA
+/// clustering), AMD (the 8-node Opteron 6272, an 8-node Opteron, EPYC Naples, Rome and
+/// Milan chiplet parts) and Arm (ThunderX2).
 pub const CORPUS_TOPOLOGIES: &[&str] = &[
     "hwloc-xml/32em64t-2n8c2t-pci-normalio.xml",
-    "hwloc-xml/16em64t-4s2c2t.xml",
-    "hwloc-xml/28intel64-2p2g7c-CoDgroups.v1tov2.xml",
-    "mpibind-xml/cts1-quartz-smt1.xml",
+    "mpibind-xml/cascade-lake-ap-snl-hwloc1.xml",
+    "hwloc-xml/96em64t-4n4d3ca2co-pci.xml",
+    "hwloc-xml/memorysidecaches.xml",
     "hwloc-xml/x86+linux-64amd64-4p2n4ca2co.xml",
+    "hwloc-xml/16amd64-4distances.xml",
     "mpibind-xml/epyc-corona.xml",
-    "hwloc-xml/x86-AMD-17h-Zen-2xEpyc-7451.xml",
+    "mpibind-xml/epyc-corona-p2.xml",
+    "sparecores-xml/vultr__vbm-24c-256gb-amd.xml",
     "mpibind-xml/arm64-ulna-hwloc1.xml",
-    "sparecores-xml/aws__r8g.48xlarge.xml",
 ];
 
 /// Fewest important placements a class's size must have: a baseline, a probe, and at least
