@@ -381,7 +381,7 @@ mod tests {
         DATA_FORMAT_VERSION, MachineHeader, Measurement, PlacementInfo, RunRecord,
     };
     use placed_models::forest::ForestParams;
-    use placed_models::{Dataset, Model, Provenance, TrainOptions};
+    use placed_models::{ClassesModel, Dataset, Model, Provenance, TrainOptions};
 
     const FINGERPRINT: &str = "mc1-test";
     const V: u32 = 4;
@@ -488,6 +488,121 @@ mod tests {
         );
         // No container looked a model up meanwhile.
         assert_eq!(lib.all().len(), 1);
+    }
+
+    /// SIMULATED-like data of a synthetic machine class, with its resources: performance
+    /// rises with the share of nodes in use for half the families and falls with it for
+    /// the other half.
+    fn class_data(topology: &str, v: usize) -> Dataset {
+        use placed_core::machine::TopologySource;
+        let machine = Machine::load(&TopologySource::Synthetic(topology.into()), None).unwrap();
+        let set = placed_core::placement::important_placements(&machine, v).unwrap();
+        let resources = placed_models::resources::of_machine(&machine, &set).unwrap();
+        let header = MachineHeader {
+            version: DATA_FORMAT_VERSION,
+            fingerprint: set.fingerprint.clone(),
+            v: v as u32,
+            concerns: set.concerns.clone(),
+            placements: placement_infos(&set),
+        };
+        let mut records = Vec::new();
+        for family in ["up-a", "up-b", "down-a", "down-b"] {
+            for w in 0..4 {
+                let j = 0.05 * f64::from(w);
+                for p in &resources.placements {
+                    let share = p.nodes / resources.machine.nodes;
+                    let rel = if family.starts_with("up") {
+                        1.0 + (0.5 + j) * share
+                    } else {
+                        1.0 / (1.0 + (0.3 + j) * share)
+                    };
+                    records.push(RunRecord {
+                        fingerprint: set.fingerprint.clone(),
+                        v: v as u32,
+                        workload: format!("{family}-{w}"),
+                        family: family.into(),
+                        run: 0,
+                        placement: p.id.clone(),
+                        performance: Measurement {
+                            value: 1000.0 * rel,
+                            unit: "ops/s".into(),
+                            repetitions: 3,
+                            spread: 1.0,
+                        },
+                        counters: Default::default(),
+                        provenance: Provenance::Simulated,
+                        unusable: None,
+                    });
+                }
+            }
+        }
+        Dataset::from_parts(header, records)
+            .and_then(|d| d.with_resources(resources))
+            .expect("valid test data")
+    }
+
+    #[test]
+    fn a_host_of_a_class_nobody_trained_is_predicted_by_the_model_across_classes() {
+        let options = TrainOptions {
+            forest: ForestParams::new().n_trees(5),
+            counters_as_inputs: false,
+            ..TrainOptions::default()
+        };
+        let data = [
+            class_data("pack:2 numa:2 core:4 pu:2", 8),
+            class_data("pack:4 numa:2 core:4 pu:2", 8),
+        ];
+        let corpus = placed_models::classes::Corpus::new(&data, &options).unwrap();
+        let (model, _) = ClassesModel::fit(&corpus, &options).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("across-classes.json"),
+            model.file_text().unwrap(),
+        )
+        .unwrap();
+        // A three-package machine: a class none of the data is from.
+        let host = Machine::load(
+            &placed_core::machine::TopologySource::Synthetic("pack:3 numa:2 core:4 pu:2".into()),
+            None,
+        )
+        .unwrap();
+        let set = placed_core::placement::important_placements(&host, 8).unwrap();
+        let without_host = ModelLibrary::new(dir.path().to_owned(), true);
+        assert!(
+            without_host.find(host.fingerprint(), &set).is_none(),
+            "no machine model, no description of this host"
+        );
+        let lib = ModelLibrary::new(dir.path().to_owned(), true).on_host(host.clone());
+        assert!(lib.classes_model().is_some());
+        let Some(found) = lib.find(host.fingerprint(), &set) else {
+            // Only where leaving a class like it out did worse than no model.
+            assert!(
+                model.classes().iter().any(|c| c.worse_than_no_model()),
+                "{:?}",
+                model.classes()
+            );
+            return;
+        };
+        assert_eq!(found.model.machine().fingerprint, host.fingerprint());
+        assert!(found.model.id().contains("-classes-v8"));
+        let note = found.model.across_classes().expect("says so");
+        assert!(note.starts_with("across classes, not trained on this host"), "{note}");
+        // A model of its own for the size takes over.
+        install(&model_for(host.fingerprint(), &set), &dir.path().join("own.json"));
+        let own = lib.find(host.fingerprint(), &set).expect("its own model");
+        assert!(own.model.across_classes().is_none());
+    }
+
+    /// A per-size model of the host's own class and size.
+    fn model_for(fingerprint: &str, set: &PlacementSet) -> Model {
+        let data = class_data("pack:3 numa:2 core:4 pu:2", set.vcpus);
+        assert_eq!(data.header().fingerprint, fingerprint);
+        let options = TrainOptions {
+            forest: ForestParams::new().n_trees(5),
+            counters_as_inputs: false,
+            ..TrainOptions::default()
+        };
+        placed_models::fit(&data, &options).expect("fits").0
     }
 
     /// Installs `model` as `path` the way placed-train does: a new file renamed over it.
