@@ -153,8 +153,7 @@ pub(crate) fn hold_out(
     params: &ForestParams,
 ) -> Result<HeldOut, ForestError> {
     let e = &held.evaluation;
-    let probe =
-        nearest(&held.described, e.baseline, &mean_probe(others)).unwrap_or(e.probe);
+    let probe = nearest(&held.described, e.baseline, &mean_probe(others)).unwrap_or(e.probe);
     let mut families: Vec<&str> = e.rows.iter().map(|r| r.family.as_str()).collect();
     families.sort_unstable();
     families.dedup();

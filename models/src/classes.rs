@@ -122,9 +122,7 @@ fn combine(parts: impl Iterator<Item = ErrorSummary>) -> ErrorSummary {
 #[derive(Debug, thiserror::Error)]
 pub enum ClassesError {
     /// Leaving one class out needs other classes to train on.
-    #[error(
-        "the corpus has {found} machine class(es): leaving one class out needs at least 2"
-    )]
+    #[error("the corpus has {found} machine class(es): leaving one class out needs at least 2")]
     TooFewClasses {
         /// Distinct fingerprints.
         found: usize,
@@ -227,12 +225,13 @@ impl Corpus {
                     fingerprint: h.fingerprint.clone(),
                     v: h.v,
                     // Checked above.
-                    resources: d.resources().cloned().ok_or_else(|| {
-                        ClassesError::NoResources {
+                    resources: d
+                        .resources()
+                        .cloned()
+                        .ok_or_else(|| ClassesError::NoResources {
                             fingerprint: h.fingerprint.clone(),
                             v: h.v,
-                        }
-                    })?,
+                        })?,
                     evaluation,
                 })
             })

@@ -202,9 +202,11 @@ impl ClassesModel {
         let ids: Vec<&str> = placements.iter().map(|p| p.id.as_str()).collect();
         resources.check(&ids)?;
         let shape = machine_shape(&resources.machine);
-        let like = self.body.classes.iter().min_by(|a, b| {
-            distance(&a.shape, &shape).total_cmp(&distance(&b.shape, &shape))
-        });
+        let like = self
+            .body
+            .classes
+            .iter()
+            .min_by(|a, b| distance(&a.shape, &shape).total_cmp(&distance(&b.shape, &shape)));
         if let Some(like) = like.filter(|c| c.worse_than_no_model()) {
             return Err(ForHostError::WorseThanNoModel {
                 like: like.topology.clone(),
@@ -243,7 +245,13 @@ impl ClassesModel {
         path: &Path,
         head: &Head,
     ) -> Result<Self, ModelFileError> {
-        let bytes = open_envelope(text, path, head, CLASSES_MODEL_FORMAT, CLASSES_MODEL_VERSION)?;
+        let bytes = open_envelope(
+            text,
+            path,
+            head,
+            CLASSES_MODEL_FORMAT,
+            CLASSES_MODEL_VERSION,
+        )?;
         let body: ClassesBody = serde_json::from_str(bytes).map_err(parse_error(path))?;
         let inconsistent = |reason: String| ModelFileError::Inconsistent {
             path: path.to_owned(),
@@ -334,7 +342,10 @@ mod tests {
         assert_eq!(ready.machine().fingerprint, "never-trained");
         assert_eq!(ready.baseline(), "n1-c4");
         let note = ready.across_classes().expect("says it is across classes");
-        assert!(note.starts_with("across classes, not trained on this host"), "{note}");
+        assert!(
+            note.starts_with("across classes, not trained on this host"),
+            "{note}"
+        );
         assert!(note.contains("SIMULATED"), "{note}");
         assert!(ready.trained_sizes().is_none());
         let base = Observation {
@@ -365,14 +376,24 @@ mod tests {
         }
         let host = class(4);
         let e = Arc::new(worse)
-            .for_host("x", 8, host.resources().unwrap(), host.header().placements.clone())
+            .for_host(
+                "x",
+                8,
+                host.resources().unwrap(),
+                host.header().placements.clone(),
+            )
             .unwrap_err();
         assert!(matches!(e, ForHostError::WorseThanNoModel { .. }), "{e}");
         assert!(e.to_string().contains("worse than no model"), "{e}");
         // Resources that are not the placements'.
         let other = class(8);
         let e = model
-            .for_host("x", 8, other.resources().unwrap(), host.header().placements.clone())
+            .for_host(
+                "x",
+                8,
+                other.resources().unwrap(),
+                host.header().placements.clone(),
+            )
             .unwrap_err();
         assert!(matches!(e, ForHostError::Resources(_)), "{e}");
     }

@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Deserializer, Serialize};
 use crate::resources::ClassResources;
+use serde::{Deserialize, Deserializer, Serialize};
 
 /// Version of the training-data format written in every header line.
 pub const DATA_FORMAT_VERSION: u32 = 1;

@@ -47,8 +47,8 @@
 //! # Ok(()) }
 //! ```
 
-mod across;
 pub mod accuracy;
+mod across;
 pub mod categories;
 pub mod check;
 pub mod classes;
@@ -76,6 +76,7 @@ mod table;
 mod test_data;
 pub mod train;
 
+pub use classes_model::ClassesModel;
 pub use data::{Dataset, Provenance};
 pub use evaluation::{Evaluation, evaluate};
 pub use features::Observation;
@@ -83,7 +84,6 @@ pub use gate::{Gate, GateFailure};
 pub use model::{MachineClass, Model, Prediction};
 pub use model_file::{ModelFile, ModelFileError, train_command};
 pub use predictor::Predictor;
-pub use classes_model::ClassesModel;
 pub use sizes_model::{SizedModel, SizesModel};
 pub use table::RowInfo;
 pub use train::{TrainOptions, fit, linfa_dataset};

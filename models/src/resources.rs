@@ -247,10 +247,7 @@ impl ResourceDescriber {
 
     /// `p`, a placement of `m` for containers of `v` vCPUs, described.
     pub fn describe(&self, m: &MachineResources, p: &PlacementResources, v: u32) -> Vec<f64> {
-        self.groups
-            .iter()
-            .flat_map(|g| g.values(m, p, v))
-            .collect()
+        self.groups.iter().flat_map(|g| g.values(m, p, v)).collect()
     }
 
     /// Every placement of `r` described, in its order.

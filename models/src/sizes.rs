@@ -291,7 +291,10 @@ impl Prepared {
 
     /// Workload runs over all sizes.
     pub(crate) fn runs(&self) -> usize {
-        self.sizes.iter().map(|s| s.group.evaluation.rows.len()).sum()
+        self.sizes
+            .iter()
+            .map(|s| s.group.evaluation.rows.len())
+            .sum()
     }
 
     /// The mean description of the probes the sizes' own cross-validation chose: a size

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use ndarray::Array1;
 use serde::{Deserialize, Serialize};
 
+use crate::across::{input_width, nearest, row_features};
 use crate::data::{Dataset, PlacementInfo, Provenance};
 use crate::evaluation::Evaluation;
 use crate::features::Observation;
@@ -24,7 +25,6 @@ use crate::model_file::{
     Head, ModelFileError, envelope_text, open_envelope, parse_error, read_head, read_text,
 };
 use crate::predictor::Predictor;
-use crate::across::{input_width, nearest, row_features};
 use crate::sizes::{ACROSS_LEVEL, AcrossSizes, Describer, HeldOutSize, Prepared, SizesError};
 use crate::train::TrainOptions;
 

@@ -30,11 +30,20 @@ fn main() {
     let dir = match std::env::var_os("PLACED_BENCH_CORPUS") {
         Some(d) => PathBuf::from(d),
         None => {
-            let dir = std::env::temp_dir().join(format!("placed-bench-corpus-{}", std::process::id()));
+            let dir =
+                std::env::temp_dir().join(format!("placed-bench-corpus-{}", std::process::id()));
             let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/topologies");
             let topologies: Vec<PathBuf> = CORPUS_TOPOLOGIES.iter().map(|t| root.join(t)).collect();
-            simulate_corpus(&topologies, &SimulationOptions { families: 16, workloads_per_family: 4, ..SimulationOptions::default() }, &dir)
-                .expect("simulates the corpus");
+            simulate_corpus(
+                &topologies,
+                &SimulationOptions {
+                    families: 16,
+                    workloads_per_family: 4,
+                    ..SimulationOptions::default()
+                },
+                &dir,
+            )
+            .expect("simulates the corpus");
             dir
         }
     };
@@ -58,36 +67,78 @@ fn main() {
     // Predict for the first class's host, as the daemon would.
     let host = &data[0];
     let ready = model
-        .for_host("bench-host", host.header().v, host.resources().expect("resources"), host.header().placements.clone())
+        .for_host(
+            "bench-host",
+            host.header().v,
+            host.resources().expect("resources"),
+            host.header().placements.clone(),
+        )
         .or_else(|_| {
             // Refused there: take a class it predicts.
             data.iter()
-                .find_map(|d| model.for_host("bench-host", d.header().v, d.resources()?, d.header().placements.clone()).ok())
+                .find_map(|d| {
+                    model
+                        .for_host(
+                            "bench-host",
+                            d.header().v,
+                            d.resources()?,
+                            d.header().placements.clone(),
+                        )
+                        .ok()
+                })
                 .ok_or(())
         })
         .expect("some class is predicted");
-    let base = Observation { value: 1000.0, spread: 5.0, ..Default::default() };
-    let probe = Observation { value: 1200.0, spread: 5.0, ..Default::default() };
+    let base = Observation {
+        value: 1000.0,
+        spread: 5.0,
+        ..Default::default()
+    };
+    let probe = Observation {
+        value: 1200.0,
+        spread: 5.0,
+        ..Default::default()
+    };
     let batch = 1000;
     let mut predicts = Vec::new();
     for _ in 0..9 {
         let start = Instant::now();
         for _ in 0..batch {
-            black_box(ready.predict(black_box(&base), black_box(&probe)).expect("predicts"));
+            black_box(
+                ready
+                    .predict(black_box(&base), black_box(&probe))
+                    .expect("predicts"),
+            );
         }
         predicts.push(start.elapsed() / batch);
     }
-    let runs_total: usize = data.iter().map(|d| d.records().len() / d.header().placements.len()).sum();
+    let runs_total: usize = data
+        .iter()
+        .map(|d| d.records().len() / d.header().placements.len())
+        .sum();
     println!(
         "rayon threads: {}; corpus: {} classes, {runs_total} workload runs (SIMULATED)",
         rayon::current_num_threads(),
         data.len()
     );
-    println!("{:<64} {:>5} {:>11} {:>11} {:>11}  target", "operation (SIMULATED data)", "runs", "median", "min", "max");
+    println!(
+        "{:<64} {:>5} {:>11} {:>11} {:>11}  target",
+        "operation (SIMULATED data)", "runs", "median", "min", "max"
+    );
     let (m, lo, hi) = median(fits);
-    println!("{:<64} {:>5} {:>11.3?} {:>11.3?} {:>11.3?}  < 60 s", "fit on the whole corpus (own CV, leave one class out, forest)", runs, m, lo, hi);
+    println!(
+        "{:<64} {:>5} {:>11.3?} {:>11.3?} {:>11.3?}  < 60 s",
+        "fit on the whole corpus (own CV, leave one class out, forest)", runs, m, lo, hi
+    );
     let (m, lo, hi) = median(predicts);
-    println!("{:<64} {:>5} {:>11.3?} {:>11.3?} {:>11.3?}  < 50 µs", format!("predict one container (mean of {batch} calls)"), 9, m, lo, hi);
+    println!(
+        "{:<64} {:>5} {:>11.3?} {:>11.3?} {:>11.3?}  < 50 µs",
+        format!("predict one container (mean of {batch} calls)"),
+        9,
+        m,
+        lo,
+        hi
+    );
     if std::env::var_os("PLACED_BENCH_CORPUS").is_none() {
         let _ = std::fs::remove_dir_all(&dir);
     }

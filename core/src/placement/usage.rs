@@ -128,7 +128,12 @@ mod tests {
         let set = important_placements(&m, 8).unwrap();
         let (machine, placements) = usage(&m, &set).unwrap();
         assert_eq!(
-            (machine.nodes, machine.packages, machine.cores, machine.threads_per_core),
+            (
+                machine.nodes,
+                machine.packages,
+                machine.cores,
+                machine.threads_per_core
+            ),
             (4.0, 2.0, 16.0, 2.0)
         );
         assert_eq!(machine.l3, 4.0, "one L3 per node");

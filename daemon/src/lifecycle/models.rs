@@ -586,9 +586,15 @@ mod tests {
         assert_eq!(found.model.machine().fingerprint, host.fingerprint());
         assert!(found.model.id().contains("-classes-v8"));
         let note = found.model.across_classes().expect("says so");
-        assert!(note.starts_with("across classes, not trained on this host"), "{note}");
+        assert!(
+            note.starts_with("across classes, not trained on this host"),
+            "{note}"
+        );
         // A model of its own for the size takes over.
-        install(&model_for(host.fingerprint(), &set), &dir.path().join("own.json"));
+        install(
+            &model_for(host.fingerprint(), &set),
+            &dir.path().join("own.json"),
+        );
         let own = lib.find(host.fingerprint(), &set).expect("its own model");
         assert!(own.model.across_classes().is_none());
     }

@@ -24,7 +24,10 @@ fn every_class_is_predicted_by_the_others_beside_its_own_model() {
     // saw is predicted from the others' shares. The middle machine is inside their range.
     assert!(a.classes[1].across.mean < 10.0, "{:#?}", a.classes);
     let all = a.overall();
-    assert_eq!(all.cells, a.classes.iter().map(|h| h.across.cells).sum::<usize>());
+    assert_eq!(
+        all.cells,
+        a.classes.iter().map(|h| h.across.cells).sum::<usize>()
+    );
 }
 
 #[test]

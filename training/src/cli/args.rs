@@ -227,7 +227,11 @@ pub enum ClassesCmd {
         #[arg(long)]
         corpus: PathBuf,
         /// Where to write the model file.
-        #[arg(long, conflicts_with = "model_dir", required_unless_present = "model_dir")]
+        #[arg(
+            long,
+            conflicts_with = "model_dir",
+            required_unless_present = "model_dir"
+        )]
         out: Option<PathBuf>,
         /// The daemon's model directory: installed there as across-classes.json.
         #[arg(long)]

@@ -113,7 +113,14 @@ pub fn table(a: &AcrossClasses) -> String {
     let _ = writeln!(
         out,
         "{:<44} {:>4} {:>4} {:>15} {:>15} {:>15} {:>9} {:>6}",
-        "class (topology)", "v", "pl.", "own model", "category mean", "across classes", "coverage", "q %"
+        "class (topology)",
+        "v",
+        "pl.",
+        "own model",
+        "category mean",
+        "across classes",
+        "coverage",
+        "q %"
     );
     let pair = |s: placed_models::accuracy::ErrorSummary| format!("{:.1} / {:.1}", s.mean, s.worst);
     for c in &a.classes {
@@ -151,7 +158,9 @@ pub fn table(a: &AcrossClasses) -> String {
 
 /// The ablation: every group, then each left out, over all classes.
 pub fn ablation_table(results: &[(Option<FeatureGroup>, AcrossClasses)]) -> String {
-    let mut out = String::from("\nablation: the model across classes without each group of resource descriptions\n");
+    let mut out = String::from(
+        "\nablation: the model across classes without each group of resource descriptions\n",
+    );
     let _ = writeln!(
         out,
         "{:<24} {:>10} {:>10} {:>10}",

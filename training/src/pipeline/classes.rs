@@ -147,12 +147,13 @@ pub fn simulate_corpus(
     })?;
     let mut written = Vec::new();
     for path in topologies {
-        let machine = Machine::load(&TopologySource::XmlFile(path.clone()), None).map_err(
-            |source| ClassesPipelineError::Machine {
-                path: path.clone(),
-                source,
-            },
-        )?;
+        let machine =
+            Machine::load(&TopologySource::XmlFile(path.clone()), None).map_err(|source| {
+                ClassesPipelineError::Machine {
+                    path: path.clone(),
+                    source,
+                }
+            })?;
         let set = corpus_size(&machine, path)?;
         let simulated = SimMachine::from_placed(&machine, &set)
             .and_then(|sim| simulate(&sim, options))
@@ -206,14 +207,21 @@ pub fn evaluate(
     data: &[Dataset],
     options: &TrainOptions,
     ablation: bool,
-) -> Result<Vec<(Option<placed_models::resources::FeatureGroup>, AcrossClasses)>, ClassesPipelineError>
-{
+) -> Result<
+    Vec<(
+        Option<placed_models::resources::FeatureGroup>,
+        AcrossClasses,
+    )>,
+    ClassesPipelineError,
+> {
     let corpus = Corpus::new(data, options)?;
     if ablation {
         Ok(corpus.ablation(options)?)
     } else {
-        let full = corpus
-            .leave_one_class_out(&placed_models::resources::ResourceDescriber::default(), options)?;
+        let full = corpus.leave_one_class_out(
+            &placed_models::resources::ResourceDescriber::default(),
+            options,
+        )?;
         Ok(vec![(None, full)])
     }
 }
@@ -285,7 +293,10 @@ mod tests {
         let written = small_corpus(&corpus);
         assert_eq!(written.len(), 3);
         for f in &written {
-            assert!((MIN_PLACEMENTS..=MAX_PLACEMENTS).contains(&f.placements), "{f:?}");
+            assert!(
+                (MIN_PLACEMENTS..=MAX_PLACEMENTS).contains(&f.placements),
+                "{f:?}"
+            );
             assert!(!f.topology.is_empty());
         }
         let data = load_corpus(&corpus).unwrap();
