@@ -498,10 +498,11 @@ mod tests {
         let machine = Machine::load(&TopologySource::Synthetic(topology.into()), None).unwrap();
         let set = placed_core::placement::important_placements(&machine, v).unwrap();
         let resources = placed_models::resources::of_machine(&machine, &set).unwrap();
+        let v = u32::try_from(v).expect("a test size");
         let header = MachineHeader {
             version: DATA_FORMAT_VERSION,
             fingerprint: set.fingerprint.clone(),
-            v: v as u32,
+            v,
             concerns: set.concerns.clone(),
             placements: placement_infos(&set),
         };
@@ -518,7 +519,7 @@ mod tests {
                     };
                     records.push(RunRecord {
                         fingerprint: set.fingerprint.clone(),
-                        v: v as u32,
+                        v,
                         workload: format!("{family}-{w}"),
                         family: family.into(),
                         run: 0,
