@@ -54,7 +54,7 @@ pub enum ClassesPipelineError {
     Machine {
         path: PathBuf,
         #[source]
-        source: placed_core::machine::MachineError,
+        source: Box<placed_core::machine::MachineError>,
     },
     /// No size of the topology has a useful number of placements.
     #[error(
@@ -66,7 +66,7 @@ pub enum ClassesPipelineError {
     Simulate {
         path: PathBuf,
         #[source]
-        source: SimulateError,
+        source: Box<SimulateError>,
     },
     /// A data file of the corpus.
     #[error(transparent)]
@@ -151,7 +151,7 @@ pub fn simulate_corpus(
             Machine::load(&TopologySource::XmlFile(path.clone()), None).map_err(|source| {
                 ClassesPipelineError::Machine {
                     path: path.clone(),
-                    source,
+                    source: Box::new(source),
                 }
             })?;
         let set = corpus_size(&machine, path)?;
@@ -159,7 +159,7 @@ pub fn simulate_corpus(
             .and_then(|sim| simulate(&sim, options))
             .map_err(|source| ClassesPipelineError::Simulate {
                 path: path.clone(),
-                source,
+                source: Box::new(source),
             })?;
         let h = simulated.header();
         let out = dir.join(format!("{}-v{}.jsonl", h.fingerprint, h.v));
