@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use crate::resources::ClassResources;
 use serde::{Deserialize, Deserializer, Serialize};
 
 /// Version of the training-data format written in every header line.
@@ -133,6 +134,10 @@ pub enum Line {
     Machine(MachineHeader),
     /// Every other line.
     Run(RunRecord),
+    /// Optional, at most once after the header: what the machine has and what each
+    /// placement uses of it, which the model across machine classes reads
+    /// ([`crate::resources`]).
+    Resources(ClassResources),
 }
 
 /// Why a data file was refused.
@@ -288,6 +293,15 @@ pub enum Problem {
     /// The header is not followed by any run.
     #[error("no run records after the machine header")]
     NoRuns,
+    /// A second `resources` line.
+    #[error("a second resources line (the first is on line {first_line})")]
+    DuplicateResources {
+        /// Line of the first.
+        first_line: usize,
+    },
+    /// The `resources` line is not this machine's.
+    #[error("bad resources line: {0}")]
+    BadResources(#[from] crate::resources::ResourcesError),
 }
 
 /// A validated data file: one machine class, one `v`, one provenance, and every workload run
@@ -302,6 +316,7 @@ pub enum Problem {
 #[derive(Debug, Clone)]
 pub struct Dataset {
     header: MachineHeader,
+    resources: Option<ClassResources>,
     records: Vec<RunRecord>,
     provenance: Provenance,
     superseded: usize,
@@ -369,6 +384,9 @@ impl Dataset {
     /// writes it to a file atomically).
     pub fn to_jsonl(&self) -> Result<Vec<u8>, serde_json::Error> {
         let mut out = line(&LineRef::Machine(&self.header))?;
+        if let Some(r) = &self.resources {
+            out.extend(line(&LineRef::Resources(r))?);
+        }
         for record in &self.records {
             out.extend(line(&LineRef::Run(record))?);
         }
@@ -378,6 +396,22 @@ impl Dataset {
     /// The machine header.
     pub fn header(&self) -> &MachineHeader {
         &self.header
+    }
+
+    /// What the machine has and each placement uses of it, when the file says.
+    pub fn resources(&self) -> Option<&ClassResources> {
+        self.resources.as_ref()
+    }
+
+    /// The dataset with its machine's resources, checked against its placements.
+    pub fn with_resources(mut self, resources: ClassResources) -> Result<Self, DataError> {
+        check_resources(&self.header, &resources).map_err(|problem| DataError::Invalid {
+            path: PathBuf::from("<memory>"),
+            line: 2,
+            problem,
+        })?;
+        self.resources = Some(resources);
+        Ok(self)
     }
 
     /// Every run record, in file order.
@@ -418,6 +452,8 @@ pub enum LineRef<'a> {
     Machine(&'a MachineHeader),
     /// Every other line.
     Run(&'a RunRecord),
+    /// The machine's resources, after the header.
+    Resources(&'a ClassResources),
 }
 
 /// `line` as a data file holds it: JSON, then a newline.
@@ -444,6 +480,7 @@ fn validate(lines: Vec<(usize, Line)>) -> Result<Dataset, (usize, Problem)> {
     let mut runs: BTreeMap<(String, u32), (usize, HashMap<String, Kept>)> = BTreeMap::new();
     let mut records: Vec<RunRecord> = Vec::new();
     let mut superseded = 0;
+    let mut resources: Option<(usize, ClassResources)> = None;
     for (line, parsed) in lines {
         let record = match parsed {
             Line::Machine(_) => {
@@ -453,6 +490,14 @@ fn validate(lines: Vec<(usize, Line)>) -> Result<Dataset, (usize, Problem)> {
                         first_line: header_line,
                     },
                 ));
+            }
+            Line::Resources(r) => {
+                if let Some((first_line, _)) = resources {
+                    return Err((line, Problem::DuplicateResources { first_line }));
+                }
+                check_resources(&header, &r).map_err(|p| (line, p))?;
+                resources = Some((line, r));
+                continue;
             }
             Line::Run(r) => r,
         };
@@ -547,10 +592,16 @@ fn validate(lines: Vec<(usize, Line)>) -> Result<Dataset, (usize, Problem)> {
     }
     Ok(Dataset {
         header,
+        resources: resources.map(|(_, r)| r),
         records,
         provenance,
         superseded,
     })
+}
+
+fn check_resources(header: &MachineHeader, r: &ClassResources) -> Result<(), Problem> {
+    let ids: Vec<&str> = header.placements.iter().map(|p| p.id.as_str()).collect();
+    Ok(r.check(&ids)?)
 }
 
 /// The record kept for one key while validating: where it came from and whether it is usable.

@@ -24,9 +24,13 @@
 //! - [`sizes`]: one model across container sizes, measured by leaving one size out;
 //!   [`sizes_model`] is that model as a file the daemon predicts with, and [`size_search`]
 //!   chooses the fewest sizes to collect for it.
-//! - [`predictor`]: what the daemon predicts with, either kind of model.
+//! - [`resources`]: placements described by the share of any machine they use;
+//!   [`classes`] measures one model across machine classes by leaving one class out, and
+//!   [`classes_model`] is that model as a file the daemon predicts with on a host of a
+//!   class nobody trained.
+//! - [`predictor`]: what the daemon predicts with, any kind of model.
 //!
-//! Internally, `table` arranges a data set as matrices, `probe` selects the probe, and
+//! Internally, `across` is what the models across sizes and across classes share, `table` arranges a data set as matrices, `probe` selects the probe, and
 //! `test_data` holds small hand-made data sets for unit tests.
 //!
 //! # Use from the daemon
@@ -45,8 +49,11 @@
 //! ```
 
 pub mod accuracy;
+mod across;
 pub mod categories;
 pub mod check;
+pub mod classes;
+pub mod classes_model;
 pub mod cv;
 pub mod data;
 pub mod evaluation;
@@ -62,6 +69,7 @@ pub mod model_file;
 pub mod predictor;
 mod probe;
 pub mod regular_file;
+pub mod resources;
 pub mod size_search;
 pub mod sizes;
 pub mod sizes_model;
@@ -70,6 +78,7 @@ mod table;
 mod test_data;
 pub mod train;
 
+pub use classes_model::ClassesModel;
 pub use data::{Dataset, Provenance};
 pub use evaluation::{Evaluation, evaluate};
 pub use features::Observation;

@@ -178,16 +178,21 @@ pub enum ModelFile {
     PerSize(Box<Model>),
     /// A model across container sizes.
     AcrossSizes(Box<crate::sizes_model::SizesModel>),
+    /// A model across machine classes.
+    AcrossClasses(Box<crate::classes_model::ClassesModel>),
 }
 
 impl ModelFile {
-    /// Reads a model file of either kind, telling them apart by their `format`.
+    /// Reads a model file of any kind, telling them apart by their `format`.
     pub fn load(path: &Path) -> Result<Self, ModelFileError> {
         let text = read_text(path)?;
         let head = read_head(&text, path)?;
         if head.format == crate::sizes_model::SIZES_MODEL_FORMAT {
             crate::sizes_model::SizesModel::from_file_text(&text, path, &head)
                 .map(|m| Self::AcrossSizes(Box::new(m)))
+        } else if head.format == crate::classes_model::CLASSES_MODEL_FORMAT {
+            crate::classes_model::ClassesModel::from_file_text(&text, path, &head)
+                .map(|m| Self::AcrossClasses(Box::new(m)))
         } else {
             Model::from_file_text(&text, path, &head).map(|m| Self::PerSize(Box::new(m)))
         }

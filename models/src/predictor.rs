@@ -26,6 +26,11 @@ pub trait Predictor: std::fmt::Debug + Send + Sync {
     /// The sizes it was trained on when they are not `machine().v` alone: a model across
     /// sizes predicting a size it never saw says so in every decision it drives.
     fn trained_sizes(&self) -> Option<&[u32]>;
+    /// For a model across machine classes, what every prediction it makes must say: that
+    /// it was not trained on this host, and what it was trained on.
+    fn across_classes(&self) -> Option<&str> {
+        None
+    }
     /// Performance in every placement from the baseline's and the probe's.
     fn predict(
         &self,

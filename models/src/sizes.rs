@@ -16,13 +16,10 @@
 //! training too, so no workload is predicted by a forest that saw it at another size. Its
 //! error stands next to the per-size model's own leave-one-family-out error.
 
-use linfa::DatasetBase;
-use linfa::prelude::*;
-use ndarray::{Array1, Array2};
-
 use crate::accuracy::ErrorSummary;
 use serde::{Deserialize, Serialize};
 
+use crate::across::{self, Group, mean_probe};
 use crate::data::{Dataset, PlacementInfo, Provenance};
 use crate::evaluation::{Evaluation, evaluate};
 use crate::forest::{Forest, ForestError};
@@ -108,31 +105,7 @@ pub enum SizesError {
 /// One size's data as the model across sizes reads it.
 struct Size {
     v: u32,
-    evaluation: Evaluation,
-    /// Per placement (the data's order), its description.
-    described: Vec<Vec<f64>>,
-}
-
-impl Size {
-    fn probe_ratio(&self, row: usize, probe: usize) -> f64 {
-        // Relative performance is over the baseline's, so the probe's is the ratio.
-        self.evaluation.actual[[row, probe]]
-    }
-
-    /// The feature vector of `row` measured in the baseline and `probe`, for `target`.
-    fn features(&self, row: usize, probe: usize, target: usize) -> Vec<f64> {
-        row_features(
-            &self.described[self.evaluation.baseline],
-            &self.described[probe],
-            self.probe_ratio(row, probe),
-            &self.described[target],
-        )
-    }
-
-    /// Targets predicted for a container measured in the baseline and `probe`.
-    fn targets(&self, probe: usize) -> impl Iterator<Item = usize> + '_ {
-        (0..self.described.len()).filter(move |&p| p != self.evaluation.baseline && p != probe)
-    }
+    group: Group,
 }
 
 /// How placements of any size are described: each concern's score over the largest any
@@ -199,25 +172,9 @@ impl Describer {
     }
 }
 
-/// The forest's input for one target placement of a container measured in the baseline and
-/// the probe (`ratio` = probe over baseline).
-pub(crate) fn row_features(base: &[f64], probe: &[f64], ratio: f64, target: &[f64]) -> Vec<f64> {
-    base.iter()
-        .chain(probe)
-        .copied()
-        .chain(std::iter::once(ratio))
-        .chain(target.iter().copied())
-        .chain(target.iter().zip(base).map(|(t, b)| t - b))
-        .collect()
-}
-
 /// The 90% quantile of the held-out relative errors: a model across sizes widens each
 /// prediction by it (docs/models.md, "Across sizes").
 pub const ACROSS_LEVEL: f64 = 0.9;
-
-fn distance(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum::<f64>()
-}
 
 /// Holds each size out in turn; see the module documentation.
 pub fn leave_one_size_out(
@@ -312,8 +269,10 @@ impl Prepared {
             .into_iter()
             .map(|(d, evaluation)| Size {
                 v: d.header().v,
-                evaluation,
-                described: describer.describe_all(d),
+                group: Group {
+                    evaluation,
+                    described: describer.describe_all(d),
+                },
             })
             .collect();
         Self {
@@ -332,13 +291,16 @@ impl Prepared {
 
     /// Workload runs over all sizes.
     pub(crate) fn runs(&self) -> usize {
-        self.sizes.iter().map(|s| s.evaluation.rows.len()).sum()
+        self.sizes
+            .iter()
+            .map(|s| s.group.evaluation.rows.len())
+            .sum()
     }
 
     /// The mean description of the probes the sizes' own cross-validation chose: a size
     /// the model never saw is probed in its placement nearest it.
     pub(crate) fn probe_description(&self) -> Vec<f64> {
-        let all: Vec<&Size> = self.sizes.iter().collect();
+        let all: Vec<&Group> = self.sizes.iter().map(|s| &s.group).collect();
         mean_probe(&all)
     }
 
@@ -369,41 +331,17 @@ impl Prepared {
         k: usize,
         options: &TrainOptions,
     ) -> Result<(HeldOutSize, Vec<f64>), SizesError> {
-        let params = options.cv_forest();
-        let held = &self.sizes[k];
-        let others: Vec<&Size> = self
-            .sizes
-            .iter()
-            .enumerate()
-            .filter(|&(j, _)| j != k)
-            .map(|(_, s)| s)
-            .collect();
-        let probe = nearest(
-            &held.described,
-            held.evaluation.baseline,
-            &mean_probe(&others),
-        )
-        .unwrap_or(held.evaluation.probe);
-        let e = &held.evaluation;
-        let mut families: Vec<&str> = e.rows.iter().map(|r| r.family.as_str()).collect();
-        families.sort_unstable();
-        families.dedup();
-        let mut errors = Vec::new();
-        for family in families {
-            let (x, y) = training_rows(&others, Some(family))?;
-            let forest = params.fit(&DatasetBase::new(x, y))?;
-            for r in (0..e.rows.len()).filter(|&r| e.rows[r].family == family) {
-                for target in held.targets(probe) {
-                    let x = Array1::from(held.features(r, probe, target));
-                    let predicted = forest.predict_with_spread(x.view())?.mean[0];
-                    let actual = e.actual[[r, target]];
-                    errors.push((predicted - actual).abs() / actual);
-                }
-            }
-        }
+        let groups: Vec<&Group> = self.sizes.iter().map(|s| &s.group).collect();
+        let held = across::hold_out(
+            &self.sizes[k].group,
+            &across::all_but(&groups, k),
+            &options.cv_forest(),
+        )?;
+        let (probe, errors) = (held.probe, held.errors);
+        let e = &self.sizes[k].group.evaluation;
         let placements = e.placements.len();
         let report = HeldOutSize {
-            v: held.v,
+            v: self.sizes[k].v,
             placements,
             runs: e.rows.len(),
             measurements: e.rows.len() * placements,
@@ -420,63 +358,9 @@ impl Prepared {
 
     /// The forest over every size's rows.
     pub(crate) fn fit(&self, options: &TrainOptions) -> Result<Forest, SizesError> {
-        let all: Vec<&Size> = self.sizes.iter().collect();
-        let (x, y) = training_rows(&all, None)?;
-        Ok(options.forest.fit(&DatasetBase::new(x, y))?)
+        let all: Vec<&Group> = self.sizes.iter().map(|s| &s.group).collect();
+        Ok(across::fit(&all, &options.forest)?)
     }
-}
-
-/// The mean description of the probes `sizes` chose.
-fn mean_probe(sizes: &[&Size]) -> Vec<f64> {
-    let width = sizes.first().map_or(0, |s| s.described[0].len());
-    let mut mean = vec![0.0; width];
-    for s in sizes {
-        for (m, x) in mean.iter_mut().zip(&s.described[s.evaluation.probe]) {
-            *m += x / sizes.len() as f64;
-        }
-    }
-    mean
-}
-
-/// The placement (not the baseline) whose description is nearest `to`; `None` when the
-/// baseline is the only one.
-pub(crate) fn nearest(described: &[Vec<f64>], baseline: usize, to: &[f64]) -> Option<usize> {
-    (0..described.len())
-        .filter(|&p| p != baseline)
-        .min_by(|&a, &b| distance(&described[a], to).total_cmp(&distance(&described[b], to)))
-}
-
-/// Every row of `sizes` but those of `family` (if one is named), each target placement of
-/// each run one row, with the probe each size's cross-validation chose.
-fn training_rows(
-    sizes: &[&Size],
-    family: Option<&str>,
-) -> Result<(Array2<f64>, Array2<f64>), ForestError> {
-    let mut x: Vec<f64> = Vec::new();
-    let mut y: Vec<f64> = Vec::new();
-    let mut width = 0;
-    for s in sizes {
-        let e = &s.evaluation;
-        for (r, row) in e.rows.iter().enumerate() {
-            if Some(row.family.as_str()) == family {
-                continue;
-            }
-            for target in s.targets(e.probe) {
-                let f = s.features(r, e.probe, target);
-                width = f.len();
-                x.extend(f);
-                y.push(e.actual[[r, target]]);
-            }
-        }
-    }
-    let n = y.len();
-    let shape = |e: ndarray::ShapeError| ForestError::Inconsistent {
-        reason: e.to_string(),
-    };
-    Ok((
-        Array2::from_shape_vec((n, width), x).map_err(shape)?,
-        Array2::from_shape_vec((n, 1), y).map_err(shape)?,
-    ))
 }
 
 #[cfg(test)]

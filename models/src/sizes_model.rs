@@ -13,6 +13,7 @@ use std::sync::Arc;
 use ndarray::Array1;
 use serde::{Deserialize, Serialize};
 
+use crate::across::{input_width, nearest, row_features};
 use crate::data::{Dataset, PlacementInfo, Provenance};
 use crate::evaluation::Evaluation;
 use crate::features::Observation;
@@ -24,9 +25,7 @@ use crate::model_file::{
     Head, ModelFileError, envelope_text, open_envelope, parse_error, read_head, read_text,
 };
 use crate::predictor::Predictor;
-use crate::sizes::{
-    ACROSS_LEVEL, AcrossSizes, Describer, HeldOutSize, Prepared, SizesError, nearest, row_features,
-};
+use crate::sizes::{ACROSS_LEVEL, AcrossSizes, Describer, HeldOutSize, Prepared, SizesError};
 use crate::train::TrainOptions;
 
 /// The `format` field of a model-across-sizes file.
@@ -217,7 +216,7 @@ impl SizesModel {
                 v,
             },
             id: format!("{}-v{v}", self.id),
-            model: Arc::clone(self),
+            model: Arc::clone(self) as Arc<dyn AcrossForest>,
             placements,
             described,
             probe,
@@ -250,7 +249,7 @@ impl SizesModel {
             ));
         }
         body.forest
-            .check(4 * width + 1, 1)
+            .check(input_width(width), 1)
             .map_err(|e| inconsistent(e.to_string()))?;
         if body.sizes.is_empty() || !body.error_quantile.is_finite() || body.error_quantile < 0.0 {
             return Err(inconsistent(
@@ -271,11 +270,43 @@ impl SizesModel {
     }
 }
 
-/// A model across sizes made ready for one size: its placements described, its probe
-/// chosen.
+/// What a model across sizes or across classes lends the host it is made ready for.
+pub(crate) trait AcrossForest: std::fmt::Debug + Send + Sync {
+    /// The forest over described placements.
+    fn forest(&self) -> &Forest;
+    /// The relative error its intervals allow for.
+    fn error_quantile(&self) -> f64;
+    /// Where its training data came from.
+    fn provenance(&self) -> Provenance;
+    /// The sizes it was trained on, for a model across sizes.
+    fn trained_sizes(&self) -> Option<&[u32]>;
+    /// What a model across classes says in every prediction.
+    fn across_classes(&self) -> Option<&str>;
+}
+
+impl AcrossForest for SizesModel {
+    fn forest(&self) -> &Forest {
+        &self.body.forest
+    }
+    fn error_quantile(&self) -> f64 {
+        self.body.error_quantile
+    }
+    fn provenance(&self) -> Provenance {
+        self.body.provenance
+    }
+    fn trained_sizes(&self) -> Option<&[u32]> {
+        Some(&self.body.sizes)
+    }
+    fn across_classes(&self) -> Option<&str> {
+        None
+    }
+}
+
+/// A model across sizes or across classes made ready for one size of one host: its
+/// placements described, its probe chosen.
 #[derive(Debug, Clone)]
 pub struct SizedModel {
-    model: Arc<SizesModel>,
+    model: Arc<dyn AcrossForest>,
     machine: MachineClass,
     id: String,
     placements: Vec<PlacementInfo>,
@@ -288,8 +319,27 @@ pub struct SizedModel {
 const MAX_HIGH: f64 = 10.0;
 
 impl SizedModel {
+    /// Made ready from a model's parts: `described[0]` is the baseline's description.
+    pub(crate) fn new(
+        model: Arc<dyn AcrossForest>,
+        machine: MachineClass,
+        id: String,
+        placements: Vec<PlacementInfo>,
+        described: Vec<Vec<f64>>,
+        probe: usize,
+    ) -> Self {
+        Self {
+            model,
+            machine,
+            id,
+            placements,
+            described,
+            probe,
+        }
+    }
+
     fn interval(&self, predicted: f64) -> Interval {
-        let q = self.model.body.error_quantile;
+        let q = self.model.error_quantile();
         let high = if q < 1.0 - 1.0 / MAX_HIGH {
             predicted / (1.0 - q)
         } else {
@@ -320,13 +370,16 @@ impl Predictor for SizedModel {
         &self.placements[self.probe].id
     }
     fn provenance(&self) -> Provenance {
-        self.model.body.provenance
+        self.model.provenance()
     }
     fn below_gate(&self) -> Option<&GateFailure> {
         None
     }
     fn trained_sizes(&self) -> Option<&[u32]> {
-        Some(&self.model.body.sizes)
+        self.model.trained_sizes()
+    }
+    fn across_classes(&self) -> Option<&str> {
+        self.model.across_classes()
     }
 
     fn predict(
@@ -350,8 +403,7 @@ impl Predictor for SizedModel {
                         row_features(base, &self.described[self.probe], ratio, &self.described[i]);
                     let out = self
                         .model
-                        .body
-                        .forest
+                        .forest()
                         .predict_with_spread(Array1::from(x).view())?;
                     (out.mean[0], out.spread[0], false)
                 };
@@ -366,9 +418,10 @@ impl Predictor for SizedModel {
             .collect::<Result<Vec<_>, PredictError>>()?;
         Ok(Prediction {
             model_id: self.id.clone(),
-            provenance: self.model.body.provenance,
+            provenance: self.model.provenance(),
             placements,
-            // No categories across sizes: a category is a per-size performance vector.
+            // No categories across sizes or classes: a category is one size's performance
+            // vector.
             category: None,
             novelty: None,
         })

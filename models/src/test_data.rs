@@ -98,3 +98,97 @@ pub(crate) fn sized(v: u32) -> Dataset {
         .collect();
     Dataset::from_parts(header, records).expect("test data is valid")
 }
+
+/// A machine class of `nodes` NUMA nodes (two per package, eight two-thread cores per
+/// node), as data of containers of 8 vCPUs with its resources: placements on 1, 2, half
+/// and all the nodes, each with the vCPUs packed two to a core and spread one to a core.
+/// Behaviours depend on the share of the machine used, so they carry across classes.
+pub(crate) fn class(nodes: u32) -> Dataset {
+    use crate::resources::{ClassResources, MachineResources, PlacementResources};
+    let fingerprint = format!("test-class-{nodes}n");
+    let total = f64::from(nodes);
+    let machine = MachineResources {
+        nodes: total,
+        packages: (total / 2.0).ceil(),
+        l3: total,
+        cores: 8.0 * total,
+        threads_per_core: 2.0,
+        interconnect: total * 0.8_f64.max(1.0 / total),
+        measured_bandwidth: false,
+        topology: format!("pack:{} numa:2 core:8 pu:2", (nodes / 2).max(1)),
+    };
+    let mut counts: Vec<u32> = vec![1, 2, nodes / 2, nodes];
+    counts.retain(|&n| n >= 1 && n <= nodes);
+    counts.sort_unstable();
+    counts.dedup();
+    let mut used = Vec::new();
+    for &n in &counts {
+        for cores in [4.0, 8.0] {
+            let n = f64::from(n);
+            used.push(PlacementResources {
+                id: format!("n{n}-c{cores}"),
+                nodes: n,
+                packages: (n / 2.0).ceil(),
+                l3: n,
+                cores,
+                interconnect: if n > 1.0 { 0.8 * n } else { 1.0 },
+            });
+        }
+    }
+    let placements: Vec<PlacementInfo> = used
+        .iter()
+        .map(|p| PlacementInfo {
+            id: p.id.clone(),
+            scores: vec![p.nodes, p.cores],
+        })
+        .collect();
+    let header = MachineHeader {
+        version: DATA_FORMAT_VERSION,
+        fingerprint: fingerprint.clone(),
+        v: 8,
+        concerns: vec!["numa".into(), "core".into()],
+        placements,
+    };
+    let mut records = Vec::new();
+    for family in ["bw-a", "bw-b", "hates-a", "hates-b", "flat-a", "flat-b"] {
+        // Workloads of a family differ by as much as the behaviours do, so a category's
+        // mean is a rough guess and the probe tells them apart.
+        for w in 0..6 {
+            let j = 0.1 * f64::from(w);
+            for p in &used {
+                let share = p.nodes / total;
+                let smt = 8.0 / p.cores - 1.0;
+                let rel = match &family[..family.len() - 2] {
+                    "bw" => (1.0 + (0.5 + 2.0 * j) * share) * (1.0 - 0.1 * smt),
+                    "hates" => 1.0 - (0.1 + j) * smt,
+                    _ => 1.0 + 0.5 * j * share,
+                };
+                records.push(RunRecord {
+                    fingerprint: fingerprint.clone(),
+                    v: 8,
+                    workload: format!("{family}-{w}"),
+                    family: family.to_owned(),
+                    run: 0,
+                    placement: p.id.clone(),
+                    performance: Measurement {
+                        value: 1000.0 * rel,
+                        unit: "ops/s".into(),
+                        repetitions: 3,
+                        spread: 1.0,
+                    },
+                    counters: Default::default(),
+                    provenance: Provenance::Simulated,
+                    unusable: None,
+                });
+            }
+        }
+    }
+    Dataset::from_parts(header, records)
+        .and_then(|d| {
+            d.with_resources(ClassResources {
+                machine,
+                placements: used,
+            })
+        })
+        .expect("test data is valid")
+}

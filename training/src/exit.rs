@@ -85,6 +85,35 @@ fn known(e: &(dyn Error + 'static)) -> Option<Exit> {
         // Files that do not belong together: the request is wrong.
         return Some(Exit::BadInput);
     }
+    match e.downcast_ref::<crate::pipeline::classes::ClassesPipelineError>() {
+        // A corpus that is no corpus, or a topology that adds nothing: the request is wrong.
+        Some(
+            crate::pipeline::classes::ClassesPipelineError::Empty { .. }
+            | crate::pipeline::classes::ClassesPipelineError::NoSize { .. },
+        ) => return Some(Exit::BadInput),
+        Some(crate::pipeline::classes::ClassesPipelineError::Data(d)) => return data(d),
+        Some(crate::pipeline::classes::ClassesPipelineError::ModelFile(m)) => {
+            return model_file(m);
+        }
+        _ => {}
+    }
+    if let Some(
+        placed_models::classes::ClassesError::TooFewClasses { .. }
+        | placed_models::classes::ClassesError::NoResources { .. }
+        | placed_models::classes::ClassesError::Duplicate { .. },
+    ) = e.downcast_ref::<placed_models::classes::ClassesError>()
+    {
+        // Files that do not make a corpus: the request is wrong.
+        return Some(Exit::BadInput);
+    }
+    match e.downcast_ref::<placed_models::classes_model::ForHostError>() {
+        // The model says it must not predict here.
+        Some(placed_models::classes_model::ForHostError::WorseThanNoModel { .. }) => {
+            return Some(Exit::Refused);
+        }
+        Some(_) => return Some(Exit::BadInput),
+        None => {}
+    }
     match e.downcast_ref::<placed_models::hold_out::HoldOutError>() {
         // A group the data lacks, or every family held out: the request is wrong.
         Some(

@@ -9,7 +9,7 @@ use std::path::Path;
 use placed_host::atomic_file;
 use placed_models::data::{DataError, Dataset};
 use placed_models::model_file::{MODEL_FILE_GROUP, MODEL_FILE_MODE, ModelFileError};
-use placed_models::{Model, SizesModel};
+use placed_models::{ClassesModel, Model, SizesModel};
 
 /// Something placed-train writes to a file.
 pub trait Save {
@@ -30,6 +30,15 @@ impl Save for Model {
 }
 
 impl Save for SizesModel {
+    type Error = ModelFileError;
+
+    /// Writes the model as per-size models are written.
+    fn save(&self, path: &Path) -> Result<(), ModelFileError> {
+        write_model_file(path, self.file_text())
+    }
+}
+
+impl Save for ClassesModel {
     type Error = ModelFileError;
 
     /// Writes the model as per-size models are written.

@@ -13,6 +13,7 @@ mod instantiate;
 mod pareto;
 mod search;
 mod shape;
+pub mod usage;
 
 use std::collections::BTreeMap;
 use std::rc::Rc;

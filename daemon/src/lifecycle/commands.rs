@@ -408,6 +408,7 @@ impl Daemon {
             counts: s.containers.registry().counts(),
             models: models.clone(),
             across: s.models.all_across(),
+            classes: s.models.classes_model(),
             state_file: s.persistence.store().path().display().to_string(),
             cgroup: s.node.host.cgroup_summary(),
             warnings: s

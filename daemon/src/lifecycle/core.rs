@@ -67,7 +67,8 @@ impl Core {
             tracing::warn!("{w}");
             warnings.push(w);
         }
-        let models = ModelLibrary::new(config.daemon.model_dir.clone(), env.pmu);
+        let models = ModelLibrary::new(config.daemon.model_dir.clone(), env.pmu)
+            .on_host(env.machine.clone());
         let store = StateStore::new(config.daemon.state_file.clone());
         let events = Events::with_history(config.grpc.watch_history);
         Ok(Arc::new(Self {

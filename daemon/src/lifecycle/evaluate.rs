@@ -118,6 +118,9 @@ impl Handle {
                 sizes.join(", ")
             ));
         }
+        if let Some(note) = loaded.model.across_classes() {
+            warnings.push(note.to_owned());
+        }
         if let Some(reason) = &below_gate {
             warnings.push(format!(
                 "model {} is below the accuracy gate ({reason}): this prediction is shown, never acted on",

@@ -104,7 +104,7 @@ pub use environment::{Environment, StartError};
 pub use error::DaemonError;
 pub use events::{Event, EventKind};
 pub use live::ModelLive;
-pub use models::{LoadedModel, LoadedSizesModel};
+pub use models::{LoadedClassesModel, LoadedModel, LoadedSizesModel};
 pub use requests::{
     ContainerView, ManageRequest, PlaceOutcome, PlaceTarget, Recommendation, StatusView,
 };

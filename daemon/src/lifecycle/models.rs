@@ -1,7 +1,8 @@
 //! The models the daemon predicts with: every model file in the model directory, indexed
-//! by machine class and vCPU count. A container size with no model of its own is predicted
-//! by the machine class's model across sizes, when one is installed (docs/models.md,
-//! "Across sizes"). A lookup that misses rescans the directory, so a model
+//! by machine class and vCPU count. The order of trust: the size's own model, else the
+//! machine class's model across sizes (docs/models.md, "Across sizes"), else the model
+//! across machine classes, made ready for this host from what it has ("Across classes"):
+//! a host of a class nobody trained still gets labelled predictions. A lookup that misses rescans the directory, so a model
 //! installed by `placed-train` while the daemon runs is picked up without a restart; a hit
 //! checks that its file is still the one it was read from (modification time, size, inode),
 //! so a retrained model that replaced the file, or a removed file, is noticed too.
@@ -13,8 +14,9 @@ use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use placed_models::data::PlacementInfo;
-use placed_models::{ModelFile, ModelFileError, Predictor, SizesModel};
+use placed_models::{ClassesModel, ModelFile, ModelFileError, Predictor, SizesModel};
 
+use placed_core::machine::Machine;
 use placed_core::placement::PlacementSet;
 
 /// A loaded model and where it came from.
@@ -49,12 +51,21 @@ fn stamp(path: &Path) -> Option<Stamp> {
     })
 }
 
+/// The model across machine classes and where it came from.
+#[derive(Debug, Clone)]
+pub struct LoadedClassesModel {
+    pub model: Arc<ClassesModel>,
+    pub path: PathBuf,
+}
+
 #[derive(Debug, Default)]
 struct Index {
     /// (fingerprint, v) -> model.
     by_class: HashMap<(String, usize), LoadedModel>,
     /// fingerprint -> model across sizes.
     across: HashMap<String, LoadedSizesModel>,
+    /// The model across machine classes (one per directory: the later file name wins).
+    classes: Option<LoadedClassesModel>,
     /// Files already read, with the version read, so a rescan reads only new or changed
     /// ones.
     seen: HashMap<PathBuf, Stamp>,
@@ -67,6 +78,9 @@ impl Index {
     fn drop_path(&mut self, path: &Path) {
         self.by_class.retain(|_, m| m.path != path);
         self.across.retain(|_, m| m.path != path);
+        if self.classes.as_ref().is_some_and(|m| m.path == path) {
+            self.classes = None;
+        }
         self.refused.remove(path);
     }
 }
@@ -77,6 +91,9 @@ pub struct ModelLibrary {
     /// Whether this host has hardware counters: a model that takes counters as inputs is
     /// refused where there are none, before any container is moved for it.
     counters: bool,
+    /// This host's machine model, to describe its placements to the model across classes;
+    /// without it that model is not used.
+    host: Option<Machine>,
     index: Mutex<Index>,
 }
 
@@ -106,10 +123,17 @@ impl ModelLibrary {
         let lib = Self {
             dir,
             counters,
+            host: None,
             index: Mutex::new(Index::default()),
         };
         lib.rescan();
         lib
+    }
+
+    /// The library on `machine`, which the model across classes is made ready for.
+    pub fn on_host(mut self, machine: Machine) -> Self {
+        self.host = Some(machine);
+        self
     }
 
     pub fn dir(&self) -> &Path {
@@ -196,6 +220,16 @@ impl ModelLibrary {
                         },
                     );
                 }
+                Ok(ModelFile::AcrossClasses(model)) => {
+                    tracing::info!(path = %path.display(), model = model.id(), classes = model.classes().len(), "model across machine classes loaded");
+                    if let Some(old) = &index.classes {
+                        tracing::warn!(path = %path.display(), replaces = %old.path.display(), "two models across classes: the later file name is used");
+                    }
+                    index.classes = Some(LoadedClassesModel {
+                        model: Arc::from(model),
+                        path,
+                    });
+                }
                 Err(e) => skip(&path, &e),
             }
         }
@@ -238,8 +272,43 @@ impl ModelLibrary {
                 tracing::warn!(path = %found.path.display(), ?unknown, "model names placements this machine does not have; retrain it");
                 None
             }
-            None => self.across_sizes(fingerprint, placements),
+            None => self
+                .across_sizes(fingerprint, placements)
+                .or_else(|| self.across_classes(fingerprint, placements)),
         }
+    }
+
+    /// The model across machine classes made ready for this host and the set's size, unless
+    /// it refuses the host (leaving a class like it out, it did worse than no model).
+    fn across_classes(&self, fingerprint: &str, set: &PlacementSet) -> Option<LoadedModel> {
+        let machine = self.host.as_ref()?;
+        let loaded = self.lock().classes.clone()?;
+        let v = u32::try_from(set.vcpus).ok()?;
+        let resources = match placed_models::resources::of_machine(machine, set) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(error = %e, "this host's resources cannot be counted: the model across classes is not used");
+                return None;
+            }
+        };
+        match loaded
+            .model
+            .for_host(fingerprint, v, &resources, placement_infos(set))
+        {
+            Ok(ready) => Some(LoadedModel {
+                model: Arc::new(ready),
+                path: loaded.path,
+            }),
+            Err(e) => {
+                tracing::warn!(path = %loaded.path.display(), vcpus = v, error = %e, "the model across classes does not predict here");
+                None
+            }
+        }
+    }
+
+    /// The model across classes, for status.
+    pub fn classes_model(&self) -> Option<LoadedClassesModel> {
+        self.lock().classes.clone()
     }
 
     /// The class's model across sizes made ready for the set's size. It is made again at
@@ -248,15 +317,7 @@ impl ModelLibrary {
     fn across_sizes(&self, fingerprint: &str, set: &PlacementSet) -> Option<LoadedModel> {
         let loaded = self.lock().across.get(fingerprint).cloned()?;
         let v = u32::try_from(set.vcpus).ok()?;
-        let placements = set
-            .placements
-            .iter()
-            .map(|p| PlacementInfo {
-                id: p.id.clone(),
-                scores: p.scores_in_units(),
-            })
-            .collect();
-        match loaded.model.for_size(v, placements) {
+        match loaded.model.for_size(v, placement_infos(set)) {
             Ok(sized) => Some(LoadedModel {
                 model: Arc::new(sized),
                 path: loaded.path,
@@ -302,6 +363,17 @@ impl ModelLibrary {
     }
 }
 
+/// The set's placements as models know them.
+fn placement_infos(set: &PlacementSet) -> Vec<PlacementInfo> {
+    set.placements
+        .iter()
+        .map(|p| PlacementInfo {
+            id: p.id.clone(),
+            scores: p.scores_in_units(),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -309,7 +381,7 @@ mod tests {
         DATA_FORMAT_VERSION, MachineHeader, Measurement, PlacementInfo, RunRecord,
     };
     use placed_models::forest::ForestParams;
-    use placed_models::{Dataset, Model, Provenance, TrainOptions};
+    use placed_models::{ClassesModel, Dataset, Model, Provenance, TrainOptions};
 
     const FINGERPRINT: &str = "mc1-test";
     const V: u32 = 4;
@@ -416,6 +488,128 @@ mod tests {
         );
         // No container looked a model up meanwhile.
         assert_eq!(lib.all().len(), 1);
+    }
+
+    /// SIMULATED-like data of a synthetic machine class, with its resources: performance
+    /// rises with the share of nodes in use for half the families and falls with it for
+    /// the other half.
+    fn class_data(topology: &str, v: usize) -> Dataset {
+        use placed_core::machine::TopologySource;
+        let machine = Machine::load(&TopologySource::Synthetic(topology.into()), None).unwrap();
+        let set = placed_core::placement::important_placements(&machine, v).unwrap();
+        let resources = placed_models::resources::of_machine(&machine, &set).unwrap();
+        let v = u32::try_from(v).expect("a test size");
+        let header = MachineHeader {
+            version: DATA_FORMAT_VERSION,
+            fingerprint: set.fingerprint.clone(),
+            v,
+            concerns: set.concerns.clone(),
+            placements: placement_infos(&set),
+        };
+        let mut records = Vec::new();
+        for family in ["up-a", "up-b", "down-a", "down-b"] {
+            for w in 0..4 {
+                let j = 0.05 * f64::from(w);
+                for p in &resources.placements {
+                    let share = p.nodes / resources.machine.nodes;
+                    let rel = if family.starts_with("up") {
+                        1.0 + (0.5 + j) * share
+                    } else {
+                        1.0 / (1.0 + (0.3 + j) * share)
+                    };
+                    records.push(RunRecord {
+                        fingerprint: set.fingerprint.clone(),
+                        v,
+                        workload: format!("{family}-{w}"),
+                        family: family.into(),
+                        run: 0,
+                        placement: p.id.clone(),
+                        performance: Measurement {
+                            value: 1000.0 * rel,
+                            unit: "ops/s".into(),
+                            repetitions: 3,
+                            spread: 1.0,
+                        },
+                        counters: Default::default(),
+                        provenance: Provenance::Simulated,
+                        unusable: None,
+                    });
+                }
+            }
+        }
+        Dataset::from_parts(header, records)
+            .and_then(|d| d.with_resources(resources))
+            .expect("valid test data")
+    }
+
+    #[test]
+    fn a_host_of_a_class_nobody_trained_is_predicted_by_the_model_across_classes() {
+        let options = TrainOptions {
+            forest: ForestParams::new().n_trees(5),
+            counters_as_inputs: false,
+            ..TrainOptions::default()
+        };
+        let data = [
+            class_data("pack:2 numa:2 core:4 pu:2", 8),
+            class_data("pack:4 numa:2 core:4 pu:2", 8),
+        ];
+        let corpus = placed_models::classes::Corpus::new(&data, &options).unwrap();
+        let (model, _) = ClassesModel::fit(&corpus, &options).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("across-classes.json"),
+            model.file_text().unwrap(),
+        )
+        .unwrap();
+        // A three-package machine: a class none of the data is from.
+        let host = Machine::load(
+            &placed_core::machine::TopologySource::Synthetic("pack:3 numa:2 core:4 pu:2".into()),
+            None,
+        )
+        .unwrap();
+        let set = placed_core::placement::important_placements(&host, 8).unwrap();
+        let without_host = ModelLibrary::new(dir.path().to_owned(), true);
+        assert!(
+            without_host.find(host.fingerprint(), &set).is_none(),
+            "no machine model, no description of this host"
+        );
+        let lib = ModelLibrary::new(dir.path().to_owned(), true).on_host(host.clone());
+        assert!(lib.classes_model().is_some());
+        let Some(found) = lib.find(host.fingerprint(), &set) else {
+            // Only where leaving a class like it out did worse than no model.
+            assert!(
+                model.classes().iter().any(|c| c.worse_than_no_model()),
+                "{:?}",
+                model.classes()
+            );
+            return;
+        };
+        assert_eq!(found.model.machine().fingerprint, host.fingerprint());
+        assert!(found.model.id().contains("-classes-v8"));
+        let note = found.model.across_classes().expect("says so");
+        assert!(
+            note.starts_with("across classes, not trained on this host"),
+            "{note}"
+        );
+        // A model of its own for the size takes over.
+        install(
+            &model_for(host.fingerprint(), &set),
+            &dir.path().join("own.json"),
+        );
+        let own = lib.find(host.fingerprint(), &set).expect("its own model");
+        assert!(own.model.across_classes().is_none());
+    }
+
+    /// A per-size model of the host's own class and size.
+    fn model_for(fingerprint: &str, set: &PlacementSet) -> Model {
+        let data = class_data("pack:3 numa:2 core:4 pu:2", set.vcpus);
+        assert_eq!(data.header().fingerprint, fingerprint);
+        let options = TrainOptions {
+            forest: ForestParams::new().n_trees(5),
+            counters_as_inputs: false,
+            ..TrainOptions::default()
+        };
+        placed_models::fit(&data, &options).expect("fits").0
     }
 
     /// Installs `model` as `path` the way placed-train does: a new file renamed over it.

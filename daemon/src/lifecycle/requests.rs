@@ -11,7 +11,7 @@ use placed_core::reconcile::OnOverride;
 use placed_host::observe::SourceSpec;
 
 use super::live::ModelLive;
-use super::models::{LoadedModel, LoadedSizesModel};
+use super::models::{LoadedClassesModel, LoadedModel, LoadedSizesModel};
 
 /// A container as the API shows it.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,6 +87,8 @@ pub struct StatusView {
     pub models: Vec<LoadedModel>,
     /// Models across sizes, for sizes without their own.
     pub across: Vec<LoadedSizesModel>,
+    /// The model across machine classes, for sizes with neither.
+    pub classes: Option<LoadedClassesModel>,
     pub state_file: String,
     pub cgroup: String,
     pub warnings: Vec<String>,

@@ -487,6 +487,7 @@ impl Api {
                     provenance: convert::provenance(m.model.provenance()) as i32,
                     path: m.path.display().to_string(),
                     trained_vcpus: Vec::new(),
+                    across_classes: false,
                 })
                 .chain(s.across.iter().map(|m| pb::ModelInfo {
                     id: m.model.id().to_owned(),
@@ -494,6 +495,15 @@ impl Api {
                     provenance: convert::provenance(m.model.provenance()) as i32,
                     path: m.path.display().to_string(),
                     trained_vcpus: m.model.sizes().to_vec(),
+                    across_classes: false,
+                }))
+                .chain(s.classes.iter().map(|m| pb::ModelInfo {
+                    id: m.model.id().to_owned(),
+                    vcpus: 0,
+                    provenance: convert::provenance(m.model.provenance()) as i32,
+                    path: m.path.display().to_string(),
+                    trained_vcpus: Vec::new(),
+                    across_classes: true,
                 }))
                 .collect(),
             state_file: s.state_file,

@@ -370,3 +370,31 @@ fn a_file_that_is_not_utf8_is_refused_with_its_line_and_offset() {
         other => panic!("expected line 2 refused as not UTF-8, got {other:?}"),
     }
 }
+
+#[test]
+fn the_resources_line_reads_back_and_is_checked() {
+    let data = crate::test_data::class(4);
+    let text = String::from_utf8(data.to_jsonl().unwrap()).unwrap();
+    let second = text.lines().nth(1).unwrap();
+    assert!(second.starts_with("{\"kind\":\"resources\""), "{second}");
+    let back = Dataset::from_jsonl(&text, Path::new("c.jsonl")).unwrap();
+    assert_eq!(back.resources(), data.resources());
+    // Twice is refused, naming both lines.
+    let twice = text.replacen(second, &format!("{second}\n{second}"), 1);
+    let e = Dataset::from_jsonl(&twice, Path::new("c.jsonl")).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "c.jsonl:3: a second resources line (the first is on line 2)"
+    );
+    // Resources of other placements are refused.
+    let other = crate::test_data::class(8);
+    let wrong = text.replacen(
+        second,
+        std::str::from_utf8(&line(&LineRef::Resources(other.resources().unwrap())).unwrap())
+            .unwrap()
+            .trim_end(),
+        1,
+    );
+    let e = Dataset::from_jsonl(&wrong, Path::new("c.jsonl")).unwrap_err();
+    assert!(e.to_string().contains("bad resources line"), "{e}");
+}

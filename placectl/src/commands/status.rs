@@ -71,7 +71,9 @@ pub fn render_status(s: &pb::GetStatusResponse) -> String {
         let _ = writeln!(o, "\nModels");
         let mut t = Table::new(["ID", "VCPUS", "DATA", "PATH"]).right(1);
         for m in &s.models {
-            let vcpus = if m.trained_vcpus.is_empty() {
+            let vcpus = if m.across_classes {
+                "any (across classes)".to_owned()
+            } else if m.trained_vcpus.is_empty() {
                 m.vcpus.to_string()
             } else {
                 let sizes: Vec<String> = m.trained_vcpus.iter().map(u32::to_string).collect();
@@ -155,6 +157,7 @@ pub fn status_json(s: &pb::GetStatusResponse) -> Value {
             .collect::<serde_json::Map<_, _>>(),
         "models": s.models.iter().map(|m| json!({
             "id": m.id, "vcpus": m.vcpus, "trained_vcpus": m.trained_vcpus,
+            "across_classes": m.across_classes,
             "provenance": provenance_name(m.provenance), "path": m.path,
         })).collect::<Vec<_>>(),
         "live": s.live.iter().map(live_json).collect::<Vec<_>>(),

@@ -166,6 +166,11 @@ pub enum Cli {
         #[arg(long, default_value_t = 0)]
         seed: u64,
     },
+    /// One model across machine classes, for hosts of a class nobody trained: a corpus of
+    /// data of many classes, left one class out, fitted and installed (docs/models.md,
+    /// "Across classes").
+    #[command(subcommand)]
+    Classes(ClassesCmd),
     /// Training workloads: list them, or run one kernel (what the collector starts).
     #[command(subcommand)]
     Workload(WorkloadCmd),
@@ -175,6 +180,64 @@ pub enum Cli {
     Man {
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
+    },
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum ClassesCmd {
+    /// Write SIMULATED data for each topology into a corpus directory, one file per
+    /// machine class (no hardware is measured; every record says so).
+    Simulate {
+        /// An hwloc XML topology (repeat the flag for each machine class).
+        #[arg(long = "topology", required = true)]
+        topologies: Vec<PathBuf>,
+        /// The corpus directory to write into.
+        #[arg(long)]
+        out_dir: PathBuf,
+        /// Workload families per class (archetypes are dealt round-robin over 8).
+        #[arg(long, default_value_t = 16)]
+        families: usize,
+        /// Workloads per family.
+        #[arg(long, default_value_t = 4)]
+        workloads_per_family: usize,
+        /// Relative measurement noise.
+        #[arg(long, default_value_t = 0.01)]
+        noise: f64,
+        /// Seed (the same for every class: the same workloads on every machine).
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+    },
+    /// Leave one class out: each class predicted by the model across the others, beside
+    /// its own model and the category mean; with --ablation, again without each group of
+    /// resource descriptions.
+    Evaluate {
+        /// The corpus directory (data files, *.jsonl, with their resources lines).
+        #[arg(long)]
+        corpus: PathBuf,
+        /// Also leave each group of resource descriptions out in turn.
+        #[arg(long)]
+        ablation: bool,
+        #[command(flatten)]
+        train: TrainFlags,
+    },
+    /// Fit the model across classes on the corpus and write it to a file or install it in
+    /// the daemon's model directory.
+    Build {
+        /// The corpus directory.
+        #[arg(long)]
+        corpus: PathBuf,
+        /// Where to write the model file.
+        #[arg(
+            long,
+            conflicts_with = "model_dir",
+            required_unless_present = "model_dir"
+        )]
+        out: Option<PathBuf>,
+        /// The daemon's model directory: installed there as across-classes.json.
+        #[arg(long)]
+        model_dir: Option<PathBuf>,
+        #[command(flatten)]
+        train: TrainFlags,
     },
 }
 

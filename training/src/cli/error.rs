@@ -59,6 +59,8 @@ macro_rules! passed_on {
 passed_on!(
     crate::collect::CollectError,
     crate::pipeline::PipelineError,
+    crate::pipeline::classes::ClassesPipelineError,
+    placed_models::classes_model::ForHostError,
     crate::calibrate::CalibrateError,
     crate::policies::ReplayError,
     crate::workloads::Error,

@@ -5,10 +5,13 @@
 //! - [`collect`]: `collect` and `train` for one size, and the collection summary.
 //! - [`sizes`]: `train` for several sizes, and `sizes`.
 //! - [`models`]: `fit`, `evaluate`, `check`, `policies` and `simulate`, on data files.
+//! - [`classes`]: `classes simulate`, `classes evaluate` and `classes build`: the model
+//!   across machine classes.
 //! - [`workload`]: `workload list` and `workload run`, `calibrate`, and the man pages.
 //! - [`error`]: why a command failed.
 
 pub mod args;
+pub mod classes;
 pub mod collect;
 pub mod error;
 pub mod models;
@@ -71,6 +74,7 @@ impl Request {
                 out,
                 options,
             } => models::simulate_data(&machine, vcpus, &out, &options),
+            Request::Classes(request) => classes::run(request),
             Request::WorkloadRun {
                 kernel,
                 threads,

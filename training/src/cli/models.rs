@@ -70,6 +70,24 @@ pub fn check(model: &Path, data: &Path) -> Result<(), CliError> {
             std::sync::Arc::<placed_models::SizesModel>::from(m)
                 .for_size(dataset.header().v, dataset.header().placements.clone())?,
         ),
+        // Made ready for the data's machine class, as for a host nobody trained.
+        placed_models::ModelFile::AcrossClasses(m) => {
+            let h = dataset.header();
+            let resources = dataset.resources().ok_or_else(|| {
+                CliError::Usage(format!(
+                    "{} has no resources line: a model across classes needs what the machine has",
+                    data.display()
+                ))
+            })?;
+            Box::new(
+                std::sync::Arc::<placed_models::ClassesModel>::from(m).for_host(
+                    &h.fingerprint,
+                    h.v,
+                    resources,
+                    h.placements.clone(),
+                )?,
+            )
+        }
     };
     print!("{}", report::left_out(&dataset));
     let checked = placed_models::check::check(model.as_ref(), &dataset)?;

@@ -13,7 +13,7 @@ use placed_models::forest::ForestParams;
 use placed_models::interval::IntervalParams;
 
 use super::CliError;
-use super::args::{Cli, CollectFlags, TopologyFlags, TrainFlags, WorkloadCmd};
+use super::args::{ClassesCmd, Cli, CollectFlags, TopologyFlags, TrainFlags, WorkloadCmd};
 use crate::collect::{self, Job};
 use crate::pipeline::{Acceptance, PipelineError};
 use crate::simulate::SimulationOptions;
@@ -70,6 +70,7 @@ pub enum Request {
         out: PathBuf,
         options: SimulationOptions,
     },
+    Classes(ClassesRequest),
     WorkloadRun {
         kernel: &'static kernels::Spec,
         threads: usize,
@@ -83,6 +84,35 @@ pub enum Request {
     Man {
         dir: Option<PathBuf>,
     },
+}
+
+/// `placed-train classes ...`, validated.
+#[derive(Debug)]
+pub enum ClassesRequest {
+    Simulate {
+        topologies: Vec<PathBuf>,
+        out_dir: PathBuf,
+        options: SimulationOptions,
+    },
+    Evaluate {
+        corpus: PathBuf,
+        ablation: bool,
+        options: TrainOptions,
+    },
+    Build {
+        corpus: PathBuf,
+        destination: ModelDestination,
+        options: TrainOptions,
+    },
+}
+
+/// Where a built model goes.
+#[derive(Debug, PartialEq)]
+pub enum ModelDestination {
+    /// This file.
+    File(PathBuf),
+    /// Installed in this model directory.
+    ModelDir(PathBuf),
 }
 
 /// What `sizes` produces.
@@ -233,6 +263,7 @@ impl Cli {
                     ..SimulationOptions::default()
                 },
             },
+            Cli::Classes(command) => Request::Classes(command.validate()?),
             Cli::Workload(command) => command.validate()?,
             Cli::Man { dir } => Request::Man { dir },
         })
@@ -266,6 +297,63 @@ fn calibration(out: PathBuf, seconds: f64, force: bool) -> Result<Request, CliEr
         exe: exe()?,
         force,
     }))
+}
+
+impl ClassesCmd {
+    fn validate(self) -> Result<ClassesRequest, CliError> {
+        Ok(match self {
+            ClassesCmd::Simulate {
+                topologies,
+                out_dir,
+                families,
+                workloads_per_family,
+                noise,
+                seed,
+            } => {
+                if !(noise.is_finite() && noise >= 0.0) {
+                    return Err(CliError::Usage("--noise must be 0 or more".into()));
+                }
+                ClassesRequest::Simulate {
+                    topologies,
+                    out_dir,
+                    options: SimulationOptions {
+                        families,
+                        workloads_per_family,
+                        noise,
+                        seed,
+                        ..SimulationOptions::default()
+                    },
+                }
+            }
+            ClassesCmd::Evaluate {
+                corpus,
+                ablation,
+                train,
+            } => ClassesRequest::Evaluate {
+                corpus,
+                ablation,
+                options: train.options()?,
+            },
+            ClassesCmd::Build {
+                corpus,
+                out,
+                model_dir,
+                train,
+            } => ClassesRequest::Build {
+                corpus,
+                destination: match (out, model_dir) {
+                    (Some(out), None) => ModelDestination::File(out),
+                    (None, Some(dir)) => ModelDestination::ModelDir(dir),
+                    _ => {
+                        return Err(CliError::Usage(
+                            "give either --out FILE or --model-dir DIR".into(),
+                        ));
+                    }
+                },
+                options: train.options()?,
+            },
+        })
+    }
 }
 
 impl WorkloadCmd {

@@ -130,6 +130,8 @@ impl DataFile {
                     let record = match serde_json::from_str::<Line>(raw) {
                         Ok(Line::Run(r)) => r,
                         Ok(Line::Machine(_)) => return Err(corrupt("a second header".into())),
+                        // What the machine has is the header's business: nothing to resume.
+                        Ok(Line::Resources(_)) => continue,
                         Err(e) => {
                             return Err(corrupt(
                                 placed_models::json_error::JsonError::from(e).to_string(),

@@ -12,6 +12,7 @@ use placed_models::{
 use crate::collect::{self, CollectError, Job, Summary};
 use crate::save::Save as _;
 
+pub mod classes;
 pub mod sizes;
 
 #[derive(Debug, thiserror::Error)]

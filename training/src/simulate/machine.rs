@@ -4,6 +4,7 @@
 
 use placed_core::machine::{Machine, Scope};
 use placed_core::placement::PlacementSet;
+use placed_models::resources::{ClassResources, of_machine};
 
 use super::SimulateError;
 
@@ -38,6 +39,9 @@ pub struct SimMachine {
     pub concerns: Vec<String>,
     /// The important placements.
     pub placements: Vec<SimPlacement>,
+    /// What the machine has and each placement uses of it, written into the data so that
+    /// the model across classes can learn from it; `None` for hand-made machines.
+    pub resources: Option<ClassResources>,
 }
 
 impl SimMachine {
@@ -92,6 +96,7 @@ impl SimMachine {
             v,
             concerns: set.concerns.clone(),
             placements,
+            resources: Some(of_machine(machine, set)?),
         })
     }
 }

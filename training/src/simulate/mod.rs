@@ -68,6 +68,9 @@ pub enum SimulateError {
         /// What is wrong.
         reason: &'static str,
     },
+    /// The machine's interconnect figures are unusable.
+    #[error(transparent)]
+    Interconnect(#[from] placed_core::machine::InterconnectError),
     /// The generated data failed validation (a simulator bug).
     #[error("simulated data failed validation")]
     Data(#[from] DataError),
@@ -155,7 +158,11 @@ pub fn simulate(
             })
             .collect(),
     };
-    Ok(Dataset::from_parts(header, records)?)
+    let data = Dataset::from_parts(header, records)?;
+    Ok(match &machine.resources {
+        Some(r) => data.with_resources(r.clone())?,
+        None => data,
+    })
 }
 
 /// A log-normal factor with median 1 and log-standard-deviation `sigma` (Box-Muller).

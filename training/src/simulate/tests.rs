@@ -27,6 +27,7 @@ fn toy() -> SimMachine {
             p("n2-smt", 2.0, 2.0),
             p("n2", 2.0, 1.0),
         ],
+        resources: None,
     }
 }
 
@@ -157,4 +158,13 @@ fn resources_are_counted_on_the_machine_model() {
     // Both sharing and not sharing the L2 modules are important on this machine.
     assert!(sim.placements.iter().any(|p| p.share == 2.0));
     assert!(sim.placements.iter().any(|p| p.share == 1.0));
+    // What the model across classes reads is written into the data, placement for
+    // placement, with the node counts the simulator used.
+    let resources = sim.resources.clone().expect("counted on the machine model");
+    assert_eq!(resources.machine.nodes, 8.0);
+    for (r, p) in resources.placements.iter().zip(&sim.placements) {
+        assert_eq!((r.id.as_str(), r.nodes), (p.id.as_str(), p.nodes));
+    }
+    let data = simulate(&sim, &SimulationOptions::default()).expect("simulates");
+    assert_eq!(data.resources(), Some(&resources));
 }

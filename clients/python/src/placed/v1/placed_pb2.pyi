@@ -811,18 +811,20 @@ class GetStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class ModelInfo(_message.Message):
-    __slots__ = ("id", "vcpus", "provenance", "path", "trained_vcpus")
+    __slots__ = ("id", "vcpus", "provenance", "path", "trained_vcpus", "across_classes")
     ID_FIELD_NUMBER: _ClassVar[int]
     VCPUS_FIELD_NUMBER: _ClassVar[int]
     PROVENANCE_FIELD_NUMBER: _ClassVar[int]
     PATH_FIELD_NUMBER: _ClassVar[int]
     TRAINED_VCPUS_FIELD_NUMBER: _ClassVar[int]
+    ACROSS_CLASSES_FIELD_NUMBER: _ClassVar[int]
     id: str
     vcpus: int
     provenance: Provenance
     path: str
     trained_vcpus: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, id: _Optional[str] = ..., vcpus: _Optional[int] = ..., provenance: _Optional[_Union[Provenance, str]] = ..., path: _Optional[str] = ..., trained_vcpus: _Optional[_Iterable[int]] = ...) -> None: ...
+    across_classes: bool
+    def __init__(self, id: _Optional[str] = ..., vcpus: _Optional[int] = ..., provenance: _Optional[_Union[Provenance, str]] = ..., path: _Optional[str] = ..., trained_vcpus: _Optional[_Iterable[int]] = ..., across_classes: _Optional[bool] = ...) -> None: ...
 
 class StateCount(_message.Message):
     __slots__ = ("state", "count")

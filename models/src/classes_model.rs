@@ -1,0 +1,421 @@
+//! The model across machine classes as a file the daemon predicts with (docs/models.md,
+//! "Across classes"): one forest over placements described by the share of the machine
+//! they use ([`crate::resources`]), fitted on data of many machine classes, and made ready
+//! for a host of any class with [`ClassesModel::for_host`].
+//!
+//! Its intervals come from leaving whole classes out: the 90% quantile of the held-out
+//! classes' relative errors. It refuses a host shaped most like a class on which leaving it
+//! out did worse than the category mean (no model at all): there it would be a guess
+//! dressed as a prediction.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::across::{input_width, nearest};
+use crate::classes::{AcrossClasses, ClassesError, Corpus, quantile_of};
+use crate::data::{PlacementInfo, Provenance};
+use crate::forest::Forest;
+use crate::model::{MachineClass, id_of};
+use crate::model_file::{
+    Head, ModelFileError, envelope_text, open_envelope, parse_error, read_head, read_text,
+};
+use crate::resources::{ClassResources, ResourceDescriber, ResourcesError, machine_shape};
+use crate::sizes_model::{AcrossForest, SizedModel};
+use crate::train::TrainOptions;
+
+/// The `format` field of a model-across-classes file.
+pub const CLASSES_MODEL_FORMAT: &str = "placed-classes-model";
+/// The version this build reads and writes.
+pub const CLASSES_MODEL_VERSION: u32 = 1;
+
+/// Everything the file's body holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct ClassesBody {
+    describer: ResourceDescriber,
+    /// Where a host is probed: its placement described nearest this.
+    probe_description: Vec<f64>,
+    forest: Forest,
+    provenance: Provenance,
+    /// Workload runs over all classes.
+    runs: usize,
+    /// Each class held out in turn: for the record, and for refusing hosts like those it
+    /// did worse on than no model.
+    classes: Vec<HeldOutClassRecord>,
+    /// The held-out relative errors' 90% quantile (a fraction).
+    error_quantile: f64,
+}
+
+/// A held-out class as the file keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeldOutClassRecord {
+    /// Machine-class fingerprint.
+    pub fingerprint: String,
+    /// Topology.
+    pub topology: String,
+    /// vCPUs of its data.
+    pub v: u32,
+    /// How its machine is shaped.
+    pub shape: Vec<f64>,
+    /// Its own model's mean error, %.
+    pub own_mean: f64,
+    /// The category mean's, %.
+    pub category_mean: f64,
+    /// The model across the other classes', %.
+    pub across_mean: f64,
+    /// Its worst cell, %.
+    pub across_worst: f64,
+    /// The share of its cells inside the interval calibrated on the other classes.
+    pub coverage: f64,
+}
+
+impl HeldOutClassRecord {
+    /// Whether the model across classes did worse on it than no model.
+    pub fn worse_than_no_model(&self) -> bool {
+        self.across_mean > self.category_mean
+    }
+}
+
+/// A model across machine classes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClassesModel {
+    body: ClassesBody,
+    id: String,
+    note: String,
+}
+
+/// Why a model across classes does not predict for a host.
+#[derive(Debug, thiserror::Error)]
+pub enum ForHostError {
+    /// The host's resources do not match its placements.
+    #[error("the host's resources: {0}")]
+    Resources(#[from] ResourcesError),
+    /// A model needs a probe beside the baseline.
+    #[error(
+        "containers of {v} vCPUs have {found} important placement(s): no probe beside the baseline"
+    )]
+    TooFewPlacements {
+        /// The size.
+        v: u32,
+        /// Placements it has.
+        found: usize,
+    },
+    /// Leaving out the class most like this host, the model did worse than no model.
+    #[error(
+        "this host is shaped most like {like}, where the model across classes, not trained on it, was {across:.1}% off against {category_mean:.1}% for the category mean: worse than no model, so it does not predict here; train a model on this host"
+    )]
+    WorseThanNoModel {
+        /// That class's topology.
+        like: String,
+        /// The model's mean error on it, %.
+        across: f64,
+        /// The category mean's, %.
+        category_mean: f64,
+    },
+}
+
+impl ClassesModel {
+    /// Fits the model on a corpus, holding each class out in turn first so that the file
+    /// records how well it does on a class it did not see.
+    pub fn fit(
+        corpus: &Corpus,
+        options: &TrainOptions,
+    ) -> Result<(Self, AcrossClasses), ClassesError> {
+        let describer = ResourceDescriber::default();
+        let (report, mut errors) = corpus.held_out(&describer, options)?;
+        let error_quantile = quantile_of(&mut errors);
+        let (forest, probe_description) = corpus.fit(&describer, options)?;
+        let body = ClassesBody {
+            describer,
+            probe_description,
+            forest,
+            provenance: corpus.provenance(),
+            runs: corpus.runs(),
+            classes: report
+                .classes
+                .iter()
+                .map(|c| HeldOutClassRecord {
+                    fingerprint: c.fingerprint.clone(),
+                    topology: c.topology.clone(),
+                    v: c.v,
+                    shape: c.shape.clone(),
+                    own_mean: c.own.mean,
+                    category_mean: c.category_mean.mean,
+                    across_mean: c.across.mean,
+                    across_worst: c.across.worst,
+                    coverage: c.coverage,
+                })
+                .collect(),
+            error_quantile,
+        };
+        let bytes = serde_json::to_vec(&body).map_err(|e| ClassesError::Encode {
+            reason: e.to_string(),
+        })?;
+        Ok((Self::from_body(body, id_of(&bytes)), report))
+    }
+
+    fn from_body(body: ClassesBody, id: String) -> Self {
+        let note = format!(
+            "across classes, not trained on this host: predicted by model {id}, trained on {} other machine classes, {} data; its intervals as wide as its errors on classes it did not see",
+            body.classes.len(),
+            body.provenance
+        );
+        Self { body, id, note }
+    }
+
+    /// Its id: the start of its body's SHA-256.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Where its training data came from.
+    pub fn provenance(&self) -> Provenance {
+        self.body.provenance
+    }
+
+    /// The relative error its intervals allow for.
+    pub fn error_quantile(&self) -> f64 {
+        self.body.error_quantile
+    }
+
+    /// The classes it was trained on, each as it did held out.
+    pub fn classes(&self) -> &[HeldOutClassRecord] {
+        &self.body.classes
+    }
+
+    /// What every prediction it makes says.
+    pub fn note(&self) -> &str {
+        &self.note
+    }
+
+    /// The model made ready for containers of `v` vCPUs on a host of machine class
+    /// `fingerprint`, whose important placements are `placements` (the first is the
+    /// baseline) using `resources` of it.
+    pub fn for_host(
+        self: &Arc<Self>,
+        fingerprint: &str,
+        v: u32,
+        resources: &ClassResources,
+        placements: Vec<PlacementInfo>,
+    ) -> Result<SizedModel, ForHostError> {
+        let ids: Vec<&str> = placements.iter().map(|p| p.id.as_str()).collect();
+        resources.check(&ids)?;
+        let shape = machine_shape(&resources.machine);
+        let like = self
+            .body
+            .classes
+            .iter()
+            .min_by(|a, b| distance(&a.shape, &shape).total_cmp(&distance(&b.shape, &shape)));
+        if let Some(like) = like.filter(|c| c.worse_than_no_model()) {
+            return Err(ForHostError::WorseThanNoModel {
+                like: like.topology.clone(),
+                across: like.across_mean,
+                category_mean: like.category_mean,
+            });
+        }
+        let described = self.body.describer.describe_all(resources, v);
+        let probe = nearest(&described, 0, &self.body.probe_description).ok_or(
+            ForHostError::TooFewPlacements {
+                v,
+                found: placements.len(),
+            },
+        )?;
+        Ok(SizedModel::new(
+            Arc::clone(self) as Arc<dyn AcrossForest>,
+            MachineClass {
+                fingerprint: fingerprint.to_owned(),
+                v,
+            },
+            format!("{}-classes-v{v}", self.id),
+            placements,
+            described,
+            probe,
+        ))
+    }
+
+    /// Reads and checks a model-across-classes file.
+    pub fn load(path: &Path) -> Result<Self, ModelFileError> {
+        let text = read_text(path)?;
+        Self::from_file_text(&text, path, &read_head(&text, path)?)
+    }
+
+    pub(crate) fn from_file_text(
+        text: &str,
+        path: &Path,
+        head: &Head,
+    ) -> Result<Self, ModelFileError> {
+        let bytes = open_envelope(
+            text,
+            path,
+            head,
+            CLASSES_MODEL_FORMAT,
+            CLASSES_MODEL_VERSION,
+        )?;
+        let body: ClassesBody = serde_json::from_str(bytes).map_err(parse_error(path))?;
+        let inconsistent = |reason: String| ModelFileError::Inconsistent {
+            path: path.to_owned(),
+            reason,
+        };
+        let width = body.describer.width();
+        if width == 0 || body.probe_description.len() != width {
+            return Err(inconsistent(
+                "its placement description does not match its resource groups".into(),
+            ));
+        }
+        body.forest
+            .check(input_width(width), 1)
+            .map_err(|e| inconsistent(e.to_string()))?;
+        if body.classes.is_empty() || !body.error_quantile.is_finite() || body.error_quantile < 0.0
+        {
+            return Err(inconsistent(
+                "no classes, or an error quantile that is not a fraction".into(),
+            ));
+        }
+        Ok(Self::from_body(body, id_of(bytes.as_bytes())))
+    }
+
+    /// The model file's content, written as model files are.
+    pub fn file_text(&self) -> Result<String, serde_json::Error> {
+        envelope_text(CLASSES_MODEL_FORMAT, CLASSES_MODEL_VERSION, &self.body)
+    }
+}
+
+impl AcrossForest for ClassesModel {
+    fn forest(&self) -> &Forest {
+        &self.body.forest
+    }
+    fn error_quantile(&self) -> f64 {
+        self.body.error_quantile
+    }
+    fn provenance(&self) -> Provenance {
+        self.body.provenance
+    }
+    fn trained_sizes(&self) -> Option<&[u32]> {
+        None
+    }
+    fn across_classes(&self) -> Option<&str> {
+        Some(&self.note)
+    }
+}
+
+fn distance(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::predictor::Predictor;
+    use crate::test_data::{class, quick_options};
+    use crate::{Observation, model_file::ModelFile};
+
+    fn fitted() -> (Arc<ClassesModel>, AcrossClasses) {
+        let corpus = Corpus::new(&[class(2), class(4), class(8)], &quick_options()).unwrap();
+        let (model, report) = ClassesModel::fit(&corpus, &quick_options()).unwrap();
+        (Arc::new(model), report)
+    }
+
+    #[test]
+    fn a_host_of_a_class_never_trained_gets_labelled_predictions_with_intervals() {
+        let (fitted, report) = fitted();
+        assert_eq!(fitted.classes().len(), report.classes.len());
+        assert!(fitted.error_quantile() > 0.0);
+        // On this toy corpus of three classes some held out do worse than the category mean;
+        // refusing those is tested below. Here every class is taken as predicted well.
+        let mut body = fitted.body.clone();
+        for c in &mut body.classes {
+            c.category_mean = c.across_mean + 1.0;
+        }
+        let model = Arc::new(ClassesModel::from_body(body, fitted.id.clone()));
+        // A three-node machine: no class of the corpus has three nodes.
+        let host = class(3);
+        let resources = host.resources().unwrap();
+        let ready = model
+            .for_host(
+                "never-trained",
+                8,
+                resources,
+                host.header().placements.clone(),
+            )
+            .unwrap();
+        assert_eq!(ready.machine().fingerprint, "never-trained");
+        assert_eq!(ready.baseline(), "n1-c4");
+        let note = ready.across_classes().expect("says it is across classes");
+        assert!(
+            note.starts_with("across classes, not trained on this host"),
+            "{note}"
+        );
+        assert!(note.contains("SIMULATED"), "{note}");
+        assert!(ready.trained_sizes().is_none());
+        let base = Observation {
+            value: 1000.0,
+            ..Default::default()
+        };
+        let probe = Observation {
+            value: 1100.0,
+            ..Default::default()
+        };
+        let p = ready.predict(&base, &probe).unwrap();
+        assert_eq!(p.provenance, Provenance::Simulated);
+        assert!(p.model_id.starts_with(model.id()));
+        let predicted: Vec<_> = p.placements.iter().filter(|c| !c.measured).collect();
+        assert_eq!(predicted.len(), host.header().placements.len() - 2);
+        for c in predicted {
+            let i = c.interval.expect("every predicted cell has an interval");
+            assert!(i.low < c.relative && c.relative < i.high, "{c:?}");
+        }
+    }
+
+    #[test]
+    fn a_host_like_a_class_it_did_worse_on_than_no_model_is_refused() {
+        let (model, _) = fitted();
+        let mut worse = (*model).clone();
+        for c in &mut worse.body.classes {
+            c.across_mean = c.category_mean + 1.0;
+        }
+        let host = class(4);
+        let e = Arc::new(worse)
+            .for_host(
+                "x",
+                8,
+                host.resources().unwrap(),
+                host.header().placements.clone(),
+            )
+            .unwrap_err();
+        assert!(matches!(e, ForHostError::WorseThanNoModel { .. }), "{e}");
+        assert!(e.to_string().contains("worse than no model"), "{e}");
+        // Resources that are not the placements'.
+        let other = class(8);
+        let e = model
+            .for_host(
+                "x",
+                8,
+                other.resources().unwrap(),
+                host.header().placements.clone(),
+            )
+            .unwrap_err();
+        assert!(matches!(e, ForHostError::Resources(_)), "{e}");
+    }
+
+    #[test]
+    fn the_file_reads_back_as_the_same_model() {
+        let (model, _) = fitted();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("classes.json");
+        std::fs::write(&path, model.file_text().unwrap()).unwrap();
+        let ModelFile::AcrossClasses(back) = ModelFile::load(&path).unwrap() else {
+            panic!("read as another kind");
+        };
+        assert_eq!(*back, *model);
+        // A damaged file is refused by its checksum.
+        let text = std::fs::read_to_string(&path)
+            .unwrap()
+            .replacen("\"runs\":", "\"runs\":1", 1);
+        std::fs::write(&path, text).unwrap();
+        assert!(matches!(
+            ClassesModel::load(&path),
+            Err(ModelFileError::ChecksumMismatch { .. })
+        ));
+    }
+}

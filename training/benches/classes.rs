@@ -1,0 +1,145 @@
+//! Benchmarks of the model across machine classes, on SIMULATED data for the real
+//! topologies of the corpus (`placed_training::pipeline::classes::CORPUS_TOPOLOGIES`),
+//! printed as medians (the build machine is shared and noisy; nothing is asserted on
+//! timings):
+//!
+//! - fitting it on the whole corpus: the classes' own cross-validation, leaving each class
+//!   out, and the final forest (target: under 60 s);
+//! - predicting one container on a host of a class it never saw (target: under 50 µs).
+//!
+//! Run with `cargo bench -p placed-training --bench classes`. `PLACED_BENCH_CORPUS=DIR`
+//! uses a corpus already simulated there instead of simulating one.
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use placed_models::classes::Corpus;
+use placed_models::forest::ForestParams;
+use placed_models::{ClassesModel, Observation, Predictor, TrainOptions};
+use placed_training::pipeline::classes::{CORPUS_TOPOLOGIES, load_corpus, simulate_corpus};
+use placed_training::simulate::SimulationOptions;
+
+fn median(mut runs: Vec<Duration>) -> (Duration, Duration, Duration) {
+    runs.sort();
+    (runs[runs.len() / 2], runs[0], runs[runs.len() - 1])
+}
+
+fn main() {
+    let dir = match std::env::var_os("PLACED_BENCH_CORPUS") {
+        Some(d) => PathBuf::from(d),
+        None => {
+            let dir =
+                std::env::temp_dir().join(format!("placed-bench-corpus-{}", std::process::id()));
+            let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/topologies");
+            let topologies: Vec<PathBuf> = CORPUS_TOPOLOGIES.iter().map(|t| root.join(t)).collect();
+            simulate_corpus(
+                &topologies,
+                &SimulationOptions {
+                    families: 16,
+                    workloads_per_family: 4,
+                    ..SimulationOptions::default()
+                },
+                &dir,
+            )
+            .expect("simulates the corpus");
+            dir
+        }
+    };
+    let data = load_corpus(&dir).expect("reads the corpus");
+    let options = TrainOptions {
+        forest: ForestParams::new().n_trees(100),
+        cv_trees: Some(20),
+        ..TrainOptions::default()
+    };
+    let runs = 3;
+    let mut fits = Vec::new();
+    let mut model = None;
+    for _ in 0..runs {
+        let start = Instant::now();
+        let corpus = Corpus::new(&data, &options).expect("a corpus");
+        let (m, _) = ClassesModel::fit(&corpus, &options).expect("fits");
+        fits.push(start.elapsed());
+        model = Some(m);
+    }
+    let model = Arc::new(model.expect("fitted"));
+    // Predict for the first class's host, as the daemon would.
+    let host = &data[0];
+    let ready = model
+        .for_host(
+            "bench-host",
+            host.header().v,
+            host.resources().expect("resources"),
+            host.header().placements.clone(),
+        )
+        .or_else(|_| {
+            // Refused there: take a class it predicts.
+            data.iter()
+                .find_map(|d| {
+                    model
+                        .for_host(
+                            "bench-host",
+                            d.header().v,
+                            d.resources()?,
+                            d.header().placements.clone(),
+                        )
+                        .ok()
+                })
+                .ok_or(())
+        })
+        .expect("some class is predicted");
+    let base = Observation {
+        value: 1000.0,
+        spread: 5.0,
+        ..Default::default()
+    };
+    let probe = Observation {
+        value: 1200.0,
+        spread: 5.0,
+        ..Default::default()
+    };
+    let batch = 1000;
+    let mut predicts = Vec::new();
+    for _ in 0..9 {
+        let start = Instant::now();
+        for _ in 0..batch {
+            black_box(
+                ready
+                    .predict(black_box(&base), black_box(&probe))
+                    .expect("predicts"),
+            );
+        }
+        predicts.push(start.elapsed() / batch);
+    }
+    let runs_total: usize = data
+        .iter()
+        .map(|d| d.records().len() / d.header().placements.len())
+        .sum();
+    println!(
+        "rayon threads: {}; corpus: {} classes, {runs_total} workload runs (SIMULATED)",
+        rayon::current_num_threads(),
+        data.len()
+    );
+    println!(
+        "{:<64} {:>5} {:>11} {:>11} {:>11}  target",
+        "operation (SIMULATED data)", "runs", "median", "min", "max"
+    );
+    let (m, lo, hi) = median(fits);
+    println!(
+        "{:<64} {:>5} {:>11.3?} {:>11.3?} {:>11.3?}  < 60 s",
+        "fit on the whole corpus (own CV, leave one class out, forest)", runs, m, lo, hi
+    );
+    let (m, lo, hi) = median(predicts);
+    println!(
+        "{:<64} {:>5} {:>11.3?} {:>11.3?} {:>11.3?}  < 50 µs",
+        format!("predict one container (mean of {batch} calls)"),
+        9,
+        m,
+        lo,
+        hi
+    );
+    if std::env::var_os("PLACED_BENCH_CORPUS").is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
