@@ -214,7 +214,7 @@ mod tests {
         let plain = pod(&[], "shop");
         let sized = container(None, Some(2048));
         let config = NriConfig::default();
-        assert!(read(&config, &plain, &sized, 0.9).decision.is_err());
+        read(&config, &plain, &sized, 0.9).decision.unwrap_err();
         let ns = NriConfig {
             namespaces: vec!["shop".into()],
             ..NriConfig::default()
@@ -224,10 +224,10 @@ mod tests {
             pod_labels: [("tier".to_owned(), "gold".to_owned())].into(),
             ..NriConfig::default()
         };
-        assert!(read(&labelled, &plain, &sized, 0.9).decision.is_err());
+        read(&labelled, &plain, &sized, 0.9).decision.unwrap_err();
         let mut gold = plain.clone();
         gold.labels.insert("tier".into(), "gold".into());
-        assert!(read(&labelled, &gold, &sized, 0.9).decision.is_ok());
+        read(&labelled, &gold, &sized, 0.9).decision.unwrap();
         let all = NriConfig {
             opt_in: OptIn::All,
             ..NriConfig::default()
@@ -254,7 +254,7 @@ mod tests {
             "shop",
         );
         let r = read(&config, &p, &container(Some(100_000), None), 0.9);
-        assert!(r.decision.is_ok(), "the pod is still taken");
+        r.decision.as_ref().expect("the pod is still taken");
         assert_eq!(r.errors.len(), 2, "{:?}", r.errors);
         assert!(
             r.errors.iter().any(|e| e.contains("placed.io/goal")),

@@ -4,6 +4,8 @@
 //!     and appears as `/ctr/<name>` on the fake kernel, as the runtime would make it. The
 //!     machine has two NUMA nodes of 16 PUs, each one allocation unit.
 
+#![allow(clippy::unwrap_used, reason = "test fixture")]
+
 use std::time::Duration;
 
 use placed::kubernetes::{Agent, Node, NriConfig};
@@ -224,7 +226,9 @@ async fn a_managed_pod_is_held_against_updates_resized_and_freed_when_it_stops()
 
     // Stopped: handed back, its unit free for the next pod.
     n.conn.stop_container(&p, &c).await.unwrap();
-    assert!(n.d.daemon.container(&cg("web")).is_err());
+    n.d.daemon
+        .container(&cg("web"))
+        .expect_err("handed back when it stops");
     let (p2, c2) = pod("next", 16, SMART);
     let both = create(&n, &p2, &c2).await;
     assert!(both.is_some(), "a unit is free again");
