@@ -18,13 +18,7 @@ use crate::cgroup_support::TestCgroup;
 use crate::daemon_util::{Setup, TestDaemon, TestLoad, cpus_allowed, metric, watched_under_model};
 
 fn host() -> Option<Host> {
-    match crate::cgroup_support::host() {
-        Ok(h) => Some(h),
-        Err(why) => {
-            eprintln!("skipped, because {why}");
-            None
-        }
-    }
+    crate::cgroup_support::host_or_say()
 }
 
 fn machine(host: &Host) -> (CpuSet, NodeSet) {

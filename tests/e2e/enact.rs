@@ -24,13 +24,7 @@ fn sleeper(host: &Host, cpus: &CpuSet, mems: &NodeSet) -> TestCgroup {
 }
 
 fn host() -> Option<Host> {
-    match crate::cgroup_support::host() {
-        Ok(h) => Some(h),
-        Err(why) => {
-            eprintln!("skipped, because {why}");
-            None
-        }
-    }
+    crate::cgroup_support::host_or_say()
 }
 
 #[test]

@@ -8,13 +8,7 @@ use crate::cgroup_support::TestCgroup;
 use crate::daemon_util::{Setup, TestDaemon, TestLoad};
 
 fn host() -> Option<Host> {
-    match crate::cgroup_support::host() {
-        Ok(h) => Some(h),
-        Err(why) => {
-            eprintln!("skipped, because {why}");
-            None
-        }
-    }
+    crate::cgroup_support::host_or_say()
 }
 
 fn machine(host: &Host) -> (CpuSet, NodeSet) {
@@ -301,6 +295,40 @@ fn metrics_pass_promtool_and_follow_the_containers() {
         "{content_type}"
     );
     assert!(om.ends_with("# EOF\n"), "{om}");
+    // Both pages as Prometheus' own client library reads them: its OpenMetrics parser is
+    // strict (a duplicate series or a family out of order fails the whole page).
+    if let Some(python) = crate::python::python_with("prometheus_client") {
+        for (page, parser) in [
+            (&text, "prometheus_client.parser"),
+            (&om, "prometheus_client.openmetrics.parser"),
+        ] {
+            let read = format!(
+                "import sys\nfrom {parser} import text_string_to_metric_families as read\nprint(len(list(read(sys.stdin.read()))))"
+            );
+            let mut child = std::process::Command::new(&python)
+                .args(["-c", &read])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("run python");
+            {
+                use std::io::Write;
+                child
+                    .stdin
+                    .take()
+                    .unwrap()
+                    .write_all(page.as_bytes())
+                    .unwrap();
+            }
+            let out = child.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "{parser} refuses the page: {}\n{page}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
 
     drop(cg);
     d.wait_for("c1 gone", |j| {

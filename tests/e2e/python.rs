@@ -19,17 +19,22 @@ fn repo() -> PathBuf {
 
 /// The Python with grpcio, grpcio-health-checking and grpcio-reflection, if there is one.
 fn python() -> Option<PathBuf> {
+    python_with("grpc, grpc_health, grpc_reflection")
+}
+
+/// The project's Python, if it can import `modules` (a Python import list).
+pub fn python_with(modules: &str) -> Option<PathBuf> {
     let python = std::env::var_os("PLACED_PYTHON")
         .map_or_else(|| repo().join(".venv/bin/python"), PathBuf::from);
     let usable = Command::new(&python)
-        .args(["-c", "import grpc, grpc_health, grpc_reflection"])
+        .args(["-c", &format!("import {modules}")])
         .output()
         .is_ok_and(|o| o.status.success());
     if usable {
         return Some(python);
     }
     let why = format!(
-        "{} lacks grpcio, grpcio-health-checking or grpcio-reflection (scripts/setup-debian installs them)",
+        "{} cannot import {modules} (scripts/setup-debian installs clients/python/requirements.txt)",
         python.display()
     );
     assert!(std::env::var_os("CI").is_none(), "{why}");
@@ -63,12 +68,8 @@ fn session(python: &Path, phase: &str, d: &TestDaemon, work: &Path) -> String {
 
 #[test]
 fn python_grpcio_drives_the_daemon_on_its_unix_socket_unmodified() {
-    let host = match crate::cgroup_support::host() {
-        Ok(h) => h,
-        Err(why) => {
-            eprintln!("skipped, because {why}");
-            return;
-        }
+    let Some(host) = crate::cgroup_support::host_or_say() else {
+        return;
     };
     let Some(python) = python() else { return };
     let cpus = host.online_cpus().expect("online CPUs");
@@ -160,12 +161,8 @@ fn python_grpcio_drives_the_daemon_on_its_unix_socket_unmodified() {
 /// from `grpc-status-details-bin`.
 #[test]
 fn python_grpcio_admits_reserves_claims_and_reads_error_details() {
-    let host = match crate::cgroup_support::host() {
-        Ok(h) => h,
-        Err(why) => {
-            eprintln!("skipped, because {why}");
-            return;
-        }
+    let Some(host) = crate::cgroup_support::host_or_say() else {
+        return;
     };
     let Some(python) = python() else { return };
     let cpus = host.online_cpus().expect("online CPUs");

@@ -33,6 +33,17 @@ pub fn host() -> Result<Host, String> {
     Host::detect().map_err(|e| format!("no usable cpuset hierarchy: {e}"))
 }
 
+/// [`host`], or `None` after saying why the test is skipped.
+pub fn host_or_say() -> Option<Host> {
+    match host() {
+        Ok(h) => Some(h),
+        Err(why) => {
+            eprintln!("skipped, because {why}");
+            None
+        }
+    }
+}
+
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
 
 /// A cgroup this test created, directly below the root of the cpuset hierarchy. On drop
