@@ -49,10 +49,13 @@ pub async fn follow(daemon: Daemon, updater: Updater, stop: CancellationToken) {
 
 /// Sends the cpusets of `only` (a record id), or of every container taken through NRI.
 async fn tell(daemon: &Daemon, updater: &Updater, only: Option<&str>) {
-    let updates: Vec<Update> = daemon
-        .containers()
+    // One container's view when an event names it, not a copy of every record.
+    let views = match only {
+        Some(id) => daemon.container(id).into_iter().collect(),
+        None => daemon.containers(),
+    };
+    let updates: Vec<Update> = views
         .into_iter()
-        .filter(|v| only.is_none_or(|id| v.record.id == id))
         .filter(|v| v.record.labels.get(VIA).map(String::as_str) == Some("nri"))
         .filter_map(|v| {
             let id = v.record.labels.get(RUNTIME_ID)?.clone();
