@@ -9,7 +9,7 @@
 //!
 //! The checksum covers the payload's exact bytes, not a re-serialisation, so a torn or
 //! hand-edited file is caught. The payload's format is the version's own module's
-//! (`schema.rs`), not the in-memory types' serde; each version keeps its reader
+//! (`schema/`), not the in-memory types' serde; each version keeps its reader
 //! ([`read_payload`]), and a committed golden file per version pins what it reads and
 //! what the writer writes (`golden.rs`). Writes go to a temporary file in the same directory, which
 //! is fsynced, renamed over the old file, and followed by an fsync of the directory: a crash
@@ -39,7 +39,7 @@ pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 /// The format version this build writes. Older versions are read by their own readers.
 ///
 /// A change of what the file holds (a field, a name, a variant) is a new version. A field
-/// added absent-when-empty keeps the schema (`schema.rs`) readable for the versions before
+/// added absent-when-empty keeps the schema (`schema/`) readable for the versions before
 /// it (version 2 added `labels` and `reservations` so); any other change gets a schema
 /// module of its own for the new version, and the old one stays as the old versions'
 /// reader. Either way: make [`save`](StateStore::save) write it, give [`read_payload`] its
