@@ -55,35 +55,10 @@ fn main() -> ExitCode {
         Err(code) => return code.into(),
     };
     if args.man {
-        use clap::CommandFactory;
-        let mut page = Vec::new();
-        return match clap_mangen::Man::new(Args::command())
-            .section("8")
-            .render(&mut page)
-        {
-            Ok(()) => {
-                print!("{}", String::from_utf8_lossy(&page));
-                Exit::Success.into()
-            }
-            Err(e) => {
-                eprintln!("placed: error: cannot write the man page: {e}");
-                Exit::Failed.into()
-            }
-        };
+        return print_man();
     }
-    let load = {
-        let (path, socket, state_file) = (args.config.clone(), args.socket, args.state_file);
-        move || -> Result<Config, placed::config::ConfigError> {
-            let mut config = Config::load(path.as_deref())?;
-            if let Some(s) = &socket {
-                config.grpc.socket = s.clone();
-            }
-            if let Some(s) = &state_file {
-                config.daemon.state_file = s.clone();
-            }
-            Ok(config)
-        }
-    };
+    let print_config = args.print_config;
+    let load = loader(args);
     let config = match load() {
         Ok(c) => c,
         Err(e) => {
@@ -91,7 +66,7 @@ fn main() -> ExitCode {
             return Exit::of(e.fault()).into();
         }
     };
-    if args.print_config {
+    if print_config {
         return match toml::to_string_pretty(&config) {
             Ok(t) => {
                 print!("{t}");
@@ -115,43 +90,7 @@ fn main() -> ExitCode {
             return Exit::Failed.into();
         }
     };
-    let result = runtime.block_on(async {
-        let stop = Stop::new();
-        let requests = Arc::new(tokio::sync::Notify::new());
-        let hangup = {
-            let requests = requests.clone();
-            // A permit is kept when no reload is waiting: a SIGHUP during start-up is
-            // applied once the daemon is ready.
-            OnHangup::Reload(Box::new(move || requests.notify_one()))
-        };
-        let _signals = SignalWatch::start(&stop, hangup, |signal| {
-            tracing::info!(signal = signal.name(), "stop requested");
-        })
-        .map_err(Failure::Signals)?;
-        ignore_user_signals();
-        match placed::run::raise_nofile() {
-            Ok(n) => tracing::info!(
-                limit = n,
-                perf_budget = placed_host::observe::FdBudget::host().budget(),
-                "open file limit; perf counters may hold perf_budget descriptors at once"
-            ),
-            Err(e) => tracing::warn!(error = %e, "cannot raise the open file limit"),
-        }
-        let listeners = Listeners::bind(&config).await.map_err(Failure::Run)?;
-        let reload = placed::run::Reload {
-            requests,
-            load: Arc::new(load),
-            logs,
-        };
-        let detect = {
-            let config = config.clone();
-            async move { Environment::detect(&config).await }
-        };
-        placed::run::run(config, listeners, detect, stop, Some(reload))
-            .await
-            .map_err(Failure::Run)
-    });
-    match result {
+    match runtime.block_on(serve(config, Arc::new(load), logs)) {
         Ok(()) => Exit::Success.into(),
         Err(e) => {
             let line = placed_core::text::error_line(&e);
@@ -160,6 +99,85 @@ fn main() -> ExitCode {
             Exit::of(e.fault()).into()
         }
     }
+}
+
+/// placed(8) as roff, on standard output.
+fn print_man() -> ExitCode {
+    use clap::CommandFactory;
+    let mut page = Vec::new();
+    match clap_mangen::Man::new(Args::command())
+        .section("8")
+        .render(&mut page)
+    {
+        Ok(()) => {
+            print!("{}", String::from_utf8_lossy(&page));
+            Exit::Success.into()
+        }
+        Err(e) => {
+            eprintln!("placed: error: cannot write the man page: {e}");
+            Exit::Failed.into()
+        }
+    }
+}
+
+/// Loads the configuration with the command line's overrides: at start and again at each
+/// reload, so that a reload keeps what the command line said.
+fn loader(
+    args: Args,
+) -> impl Fn() -> Result<Config, placed::config::ConfigError> + Send + Sync + 'static {
+    let (path, socket, state_file) = (args.config, args.socket, args.state_file);
+    move || {
+        let mut config = Config::load(path.as_deref())?;
+        if let Some(s) = &socket {
+            config.grpc.socket = s.clone();
+        }
+        if let Some(s) = &state_file {
+            config.daemon.state_file = s.clone();
+        }
+        Ok(config)
+    }
+}
+
+/// The daemon, from its signals to its end.
+async fn serve(
+    config: Config,
+    load: Arc<dyn Fn() -> Result<Config, placed::config::ConfigError> + Send + Sync>,
+    logs: Option<telemetry::logging::LogControl>,
+) -> Result<(), Failure> {
+    let stop = Stop::new();
+    let requests = Arc::new(tokio::sync::Notify::new());
+    let hangup = {
+        let requests = requests.clone();
+        // A permit is kept when no reload is waiting: a SIGHUP during start-up is
+        // applied once the daemon is ready.
+        OnHangup::Reload(Box::new(move || requests.notify_one()))
+    };
+    let _signals = SignalWatch::start(&stop, hangup, |signal| {
+        tracing::info!(signal = signal.name(), "stop requested");
+    })
+    .map_err(Failure::Signals)?;
+    ignore_user_signals();
+    match placed::run::raise_nofile() {
+        Ok(n) => tracing::info!(
+            limit = n,
+            perf_budget = placed_host::observe::FdBudget::host().budget(),
+            "open file limit; perf counters may hold perf_budget descriptors at once"
+        ),
+        Err(e) => tracing::warn!(error = %e, "cannot raise the open file limit"),
+    }
+    let listeners = Listeners::bind(&config).await.map_err(Failure::Run)?;
+    let reload = placed::run::Reload {
+        requests,
+        load,
+        logs,
+    };
+    let detect = {
+        let config = config.clone();
+        async move { Environment::detect(&config).await }
+    };
+    placed::run::run(config, listeners, detect, stop, Some(reload))
+        .await
+        .map_err(Failure::Run)
 }
 
 /// The exit codes `placed` ends with, for `--help` and placed(8): the shared table, but a

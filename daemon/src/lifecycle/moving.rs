@@ -157,26 +157,7 @@ impl Handle {
                     reason: target.reason.clone(),
                 })
             }
-            Err(e) => {
-                let _ = self.with(|entry| entry.record.migration = None);
-                // Whatever the rollback achieved, the kernel is read again once this
-                // operation ends, and a difference from the record handled.
-                self.core.containers.request_check(&self.id);
-                let outcome = match &e {
-                    placed_host::enact::Error::Failed {
-                        rollback: Rollback::Restored,
-                        ..
-                    } => Outcome::RolledBack,
-                    _ => Outcome::Failed,
-                };
-                self.count_migration(outcome, None);
-                self.core.telemetry.metrics.error("enact");
-                Err(DaemonError::Host {
-                    doing: "moving",
-                    container: rec.name.clone(),
-                    source: Box::new(e),
-                })
-            }
+            Err(e) => Err(self.move_failed(rec.name.clone(), e)),
         };
         self.set_state(after, "");
         if journal == Journal::EachMove {
@@ -195,6 +176,28 @@ impl Handle {
             );
         }
         outcome
+    }
+
+    /// A move the host refused or rolled back: the record forgets the migration, and the
+    /// outcome is counted. Whatever the rollback achieved, the kernel is read again once this
+    /// operation ends, and a difference from the record handled.
+    fn move_failed(&self, container: String, e: placed_host::enact::Error) -> DaemonError {
+        let _ = self.with(|entry| entry.record.migration = None);
+        self.core.containers.request_check(&self.id);
+        let outcome = match &e {
+            placed_host::enact::Error::Failed {
+                rollback: Rollback::Restored,
+                ..
+            } => Outcome::RolledBack,
+            _ => Outcome::Failed,
+        };
+        self.count_migration(outcome, None);
+        self.core.telemetry.metrics.error("enact");
+        DaemonError::Host {
+            doing: "moving",
+            container,
+            source: Box::new(e),
+        }
     }
 
     /// Records the move on the container (where it comes from, where it goes) and shows it

@@ -41,17 +41,7 @@ impl Host {
         self.check_request(cg, cpus, mems)?;
         self.cgroups.prepare(cg)?;
         let tree = self.cgroups.subtree(cg)?;
-        // The sets to restore on failure. On v2, descendants without the cpuset controller
-        // inherit the container's and are neither written nor restored.
-        let mut before: Vec<(CgroupPath, CpusetState)> = Vec::new();
-        for (i, c) in tree.iter().enumerate() {
-            match self.cgroups.cpuset(c) {
-                Ok(s) => before.push((c.clone(), s)),
-                Err(cgroup::Error::MissingFile { .. } | cgroup::Error::Vanished { .. })
-                    if i > 0 => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
+        let before = self.sets_before(&tree)?;
         let pids = self.procs(&tree)?;
         let footprint_before = self.proc.footprint(&pids)?;
         let target = Sets {
@@ -129,6 +119,21 @@ impl Host {
             "placed"
         );
         Ok(report)
+    }
+
+    /// The sets to restore on failure. On v2, descendants without the cpuset controller
+    /// inherit the container's and are neither written nor restored.
+    fn sets_before(&self, tree: &[CgroupPath]) -> Result<Vec<(CgroupPath, CpusetState)>, Error> {
+        let mut before = Vec::new();
+        for (i, c) in tree.iter().enumerate() {
+            match self.cgroups.cpuset(c) {
+                Ok(s) => before.push((c.clone(), s)),
+                Err(cgroup::Error::MissingFile { .. } | cgroup::Error::Vanished { .. })
+                    if i > 0 => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(before)
     }
 
     /// The migration's account after a verified move: memory per node afterwards, what
@@ -309,6 +314,29 @@ fn widened(from: &CpusetState, target: &Sets) -> Sets {
 }
 
 impl Run<'_> {
+    /// Moves the memory of every process of the container's tree, listed again as the
+    /// workers go (processes come and go during a long move), to `to`.
+    fn move_memory(
+        &self,
+        cg: &CgroupPath,
+        to: &NodeSet,
+        opts: &MoveOptions,
+        cancel: &AtomicBool,
+    ) -> Result<migrate::MoveStats, Error> {
+        let cgroups = &self.host.cgroups;
+        let list = || {
+            let tree = cgroups.subtree(cg)?;
+            all_procs(cgroups, &tree)
+        };
+        Ok(migrate::move_memory(
+            &self.host.proc,
+            &list,
+            to,
+            opts,
+            cancel,
+        )?)
+    }
+
     /// Writes the sets and moves the memory.
     fn enact(
         &mut self,
@@ -353,22 +381,14 @@ impl Run<'_> {
                 self.write_all(|_, now| widened(now, target))?;
                 let never = AtomicBool::new(false);
                 let cancel = opts.cancel.as_deref().unwrap_or(&never);
-                let stats = {
-                    let tree_root = cg.clone();
-                    let cgroups = &self.host.cgroups;
-                    let list = move || {
-                        let tree = cgroups.subtree(&tree_root)?;
-                        all_procs(cgroups, &tree)
-                    };
-                    let move_opts = MoveOptions {
-                        workers: workers.max(1),
-                        rate,
-                        chunk_pages: opts.chunk_pages,
-                        whole_process_bytes: opts.whole_process_bytes,
-                        hold: opts.hold.clone(),
-                    };
-                    migrate::move_memory(&self.host.proc, &list, &target.mems, &move_opts, cancel)?
+                let move_opts = MoveOptions {
+                    workers: workers.max(1),
+                    rate,
+                    chunk_pages: opts.chunk_pages,
+                    whole_process_bytes: opts.whole_process_bytes,
+                    hold: opts.hold.clone(),
                 };
+                let stats = self.move_memory(cg, &target.mems, &move_opts, cancel)?;
                 let cancelled = cancel.load(Ordering::Relaxed);
                 if cancelled && rate.is_some() {
                     // Throttled and cancelled: the second write would have the kernel move

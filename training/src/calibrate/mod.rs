@@ -193,56 +193,11 @@ pub fn calibrate(options: &Options) -> Result<Calibration, CalibrateError> {
                 eprintln!("placed-train:   {bw:.4e} {}", stream.unit);
                 Ok::<f64, CalibrateError>(bw)
             },
-            |rounds| {
-                let Some(last) = rounds.last() else { return };
-                let spread = judge::spread(last);
-                if spread > judge::MAX_SPREAD {
-                    let next = if judge::another_round(rounds) {
-                        format!(
-                            "measuring again (round {} of {})",
-                            rounds.len() + 1,
-                            judge::ROUNDS
-                        )
-                    } else {
-                        format!("no agreement in {} rounds", rounds.len())
-                    };
-                    eprintln!(
-                        "placed-train:   the measurements differ by {:.0}% (bound {:.0}%): {next}",
-                        100.0 * spread,
-                        100.0 * judge::MAX_SPREAD
-                    );
-                }
-            },
+            say_disagreement,
         )?;
         Ok::<Measured, CalibrateError>(Measured { what, set, rounds })
     };
-    let mut matrix = Vec::new();
-    for (row, cpus) in &nodes {
-        let mut line = Vec::new();
-        for (col, _) in &nodes {
-            let mems: NodeSet = std::iter::once(*col).collect();
-            let (what, set) = if row == col {
-                (format!("node {row}"), Some(vec![*row]))
-            } else {
-                (format!("threads on node {row}, memory on node {col}"), None)
-            };
-            line.push(measure(cpus, &mems, what, set)?);
-        }
-        matrix.push(line);
-    }
-    let mut measured_sets = Vec::new();
-    for set in &sets {
-        let cpus = nodes
-            .iter()
-            .filter(|(n, _)| set.contains(*n))
-            .fold(CpuSet::new(), |a, (_, c)| a.union(c));
-        measured_sets.push(measure(
-            &cpus,
-            set,
-            format!("node set {set}"),
-            Some(set.iter().collect()),
-        )?);
-    }
+    let (matrix, measured_sets) = measure_all(&nodes, &sets, &mut measure)?;
     drop(parent);
     let all: Vec<Measured> = matrix
         .iter()
@@ -251,20 +206,7 @@ pub fn calibrate(options: &Options) -> Result<Calibration, CalibrateError> {
         .cloned()
         .collect();
     let problems = judge::judge(&all);
-    let writable = problems.is_empty() || options.force && problems.iter().all(Problem::forceable);
-    if !writable {
-        return Err(CalibrateError::Refused { problems });
-    }
-    let mut notes = Vec::new();
-    if !problems.is_empty() {
-        let list: Vec<String> = problems.iter().map(ToString::to_string).collect();
-        notes.push(format!(
-            "written with --force past {} failed check(s): {}",
-            problems.len(),
-            list.join("; ")
-        ));
-    }
-    notes.extend(virtual_machine.as_deref().map(vm_note));
+    let notes = notes(&problems, options.force, virtual_machine.as_deref())?;
     let file = CalibrationFile::new(
         &stream.unit,
         nodes.iter().map(|(n, _)| *n).collect(),
@@ -282,25 +224,122 @@ pub fn calibrate(options: &Options) -> Result<Calibration, CalibrateError> {
             .collect(),
         notes,
     );
-    placed_host::atomic_file::write(&options.out, &[file.to_json().as_bytes()]).map_err(
-        |source| CalibrateError::Write {
-            path: options.out.clone(),
-            source,
-        },
-    )?;
-    let reloaded = Machine::load(&TopologySource::Host, Some(&options.out)).map_err(|source| {
-        CalibrateError::Reload {
-            path: options.out.clone(),
-            source: Box::new(source),
-        }
-    })?;
+    let fingerprint = write_and_reload(&file, &options.out)?;
     Ok(Calibration {
         file,
-        fingerprint: reloaded.fingerprint().to_owned(),
+        fingerprint,
         nodes: nodes.len(),
         forced: problems,
         virtual_machine,
     })
+}
+
+/// Measures one (threads, memory) pair: what it is, and the node set it stands for.
+type MeasureOne<'a> =
+    dyn FnMut(&CpuSet, &NodeSet, String, Option<Vec<u32>>) -> Result<Measured, CalibrateError> + 'a;
+
+/// Every pair of nodes (threads on one, memory on the other), then every node set.
+fn measure_all(
+    nodes: &[(u32, CpuSet)],
+    sets: &[NodeSet],
+    measure: &mut MeasureOne<'_>,
+) -> Result<(Vec<Vec<Measured>>, Vec<Measured>), CalibrateError> {
+    let mut matrix = Vec::new();
+    for (row, cpus) in nodes {
+        let mut line = Vec::new();
+        for (col, _) in nodes {
+            let mems: NodeSet = std::iter::once(*col).collect();
+            let (what, set) = if row == col {
+                (format!("node {row}"), Some(vec![*row]))
+            } else {
+                (format!("threads on node {row}, memory on node {col}"), None)
+            };
+            line.push(measure(cpus, &mems, what, set)?);
+        }
+        matrix.push(line);
+    }
+    let mut measured_sets = Vec::new();
+    for set in sets {
+        let cpus = nodes
+            .iter()
+            .filter(|(n, _)| set.contains(*n))
+            .fold(CpuSet::new(), |a, (_, c)| a.union(c));
+        measured_sets.push(measure(
+            &cpus,
+            set,
+            format!("node set {set}"),
+            Some(set.iter().collect()),
+        )?);
+    }
+    Ok((matrix, measured_sets))
+}
+
+/// Says why another round is measured, or that none agreed, after a round whose repeats
+/// differ by more than the bound.
+fn say_disagreement(rounds: &[Vec<f64>]) {
+    let Some(last) = rounds.last() else { return };
+    let spread = judge::spread(last);
+    if spread <= judge::MAX_SPREAD {
+        return;
+    }
+    let next = if judge::another_round(rounds) {
+        format!(
+            "measuring again (round {} of {})",
+            rounds.len() + 1,
+            judge::ROUNDS
+        )
+    } else {
+        format!("no agreement in {} rounds", rounds.len())
+    };
+    eprintln!(
+        "placed-train:   the measurements differ by {:.0}% (bound {:.0}%): {next}",
+        100.0 * spread,
+        100.0 * judge::MAX_SPREAD
+    );
+}
+
+/// The file's notes: the checks `--force` wrote past, and the virtual machine it was
+/// measured in; refused when a check failed that `--force` cannot pass (or was not given).
+fn notes(
+    problems: &[Problem],
+    force: bool,
+    virtual_machine: Option<&str>,
+) -> Result<Vec<String>, CalibrateError> {
+    let writable = problems.is_empty() || force && problems.iter().all(Problem::forceable);
+    if !writable {
+        return Err(CalibrateError::Refused {
+            problems: problems.to_vec(),
+        });
+    }
+    let mut notes = Vec::new();
+    if !problems.is_empty() {
+        let list: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        notes.push(format!(
+            "written with --force past {} failed check(s): {}",
+            problems.len(),
+            list.join("; ")
+        ));
+    }
+    notes.extend(virtual_machine.map(vm_note));
+    Ok(notes)
+}
+
+/// Writes the machine file atomically and loads the host with it, as the daemon will:
+/// the machine class's fingerprint with it.
+fn write_and_reload(file: &CalibrationFile, out: &Path) -> Result<String, CalibrateError> {
+    placed_host::atomic_file::write(out, &[file.to_json().as_bytes()]).map_err(|source| {
+        CalibrateError::Write {
+            path: out.to_owned(),
+            source,
+        }
+    })?;
+    let reloaded = Machine::load(&TopologySource::Host, Some(out)).map_err(|source| {
+        CalibrateError::Reload {
+            path: out.to_owned(),
+            source: Box::new(source),
+        }
+    })?;
+    Ok(reloaded.fingerprint().to_owned())
 }
 
 /// What a calibration in a virtual machine measured, for the warning and the file.

@@ -70,38 +70,7 @@ pub fn goal_svg(r: &Replay, goal: f64) -> String {
     let top_y = |v: f64| TOP + PANEL * (1.0 - v / max_containers);
     let low_top = TOP + PANEL + GAP;
     let low_y = |v: f64| low_top + PANEL * (1.0 - v / max_ratio);
-    for (y0, label) in [
-        (TOP, "Containers per machine"),
-        (low_top, "Worst perf / goal"),
-    ] {
-        let _ = writeln!(
-            svg,
-            r##"<rect x="{LEFT}" y="{y0}" width="{plot_w}" height="{PANEL}" fill="none" stroke="#000000"/><text x="16" y="{0:.1}" text-anchor="middle" transform="rotate(-90 16 {0:.1})">{label}</text>"##,
-            y0 + PANEL / 2.0
-        );
-    }
-    for tick in [0.0, max_containers / 2.0, max_containers] {
-        let _ = writeln!(
-            svg,
-            r#"<text x="{}" y="{:.1}" text-anchor="end">{tick:.0}</text>"#,
-            LEFT - 6.0,
-            top_y(tick) + 4.0
-        );
-    }
-    for tick in [0.0, 1.0, max_ratio] {
-        let _ = writeln!(
-            svg,
-            r#"<text x="{}" y="{:.1}" text-anchor="end">{tick:.2}</text>"#,
-            LEFT - 6.0,
-            low_y(tick) + 4.0
-        );
-    }
-    let _ = writeln!(
-        svg,
-        r##"<line x1="{LEFT}" y1="{0:.1}" x2="{1:.1}" y2="{0:.1}" stroke="#d62728" stroke-dasharray="4,3"/>"##,
-        low_y(1.0),
-        LEFT + plot_w
-    );
+    axes(&mut svg, plot_w, max_containers, max_ratio);
     for (pi, (policy, cells)) in Replayed::ALL.iter().zip(&columns).enumerate() {
         for (w, c) in cells.iter().enumerate() {
             let x = LEFT + group * w as f64 + bar * (pi as f64 + 0.5);
@@ -143,9 +112,54 @@ pub fn goal_svg(r: &Replay, goal: f64) -> String {
         LEFT + plot_w / 2.0,
         height - 12.0
     );
+    legend(&mut svg, LEFT + plot_w + 12.0);
+    svg.push_str("</svg>\n");
+    svg
+}
+
+/// The two panels' frames and labels, their ticks, and the goal's line in the lower one.
+fn axes(svg: &mut String, plot_w: f64, max_containers: f64, max_ratio: f64) {
+    let top_y = |v: f64| TOP + PANEL * (1.0 - v / max_containers);
+    let low_top = TOP + PANEL + GAP;
+    let low_y = |v: f64| low_top + PANEL * (1.0 - v / max_ratio);
+    for (y0, label) in [
+        (TOP, "Containers per machine"),
+        (low_top, "Worst perf / goal"),
+    ] {
+        let _ = writeln!(
+            svg,
+            r##"<rect x="{LEFT}" y="{y0}" width="{plot_w}" height="{PANEL}" fill="none" stroke="#000000"/><text x="16" y="{0:.1}" text-anchor="middle" transform="rotate(-90 16 {0:.1})">{label}</text>"##,
+            y0 + PANEL / 2.0
+        );
+    }
+    for tick in [0.0, max_containers / 2.0, max_containers] {
+        let _ = writeln!(
+            svg,
+            r#"<text x="{}" y="{:.1}" text-anchor="end">{tick:.0}</text>"#,
+            LEFT - 6.0,
+            top_y(tick) + 4.0
+        );
+    }
+    for tick in [0.0, 1.0, max_ratio] {
+        let _ = writeln!(
+            svg,
+            r#"<text x="{}" y="{:.1}" text-anchor="end">{tick:.2}</text>"#,
+            LEFT - 6.0,
+            low_y(tick) + 4.0
+        );
+    }
+    let _ = writeln!(
+        svg,
+        r##"<line x1="{LEFT}" y1="{0:.1}" x2="{1:.1}" y2="{0:.1}" stroke="#d62728" stroke-dasharray="4,3"/>"##,
+        low_y(1.0),
+        LEFT + plot_w
+    );
+}
+
+/// One coloured key per policy, from `lx` rightwards of the plot.
+fn legend(svg: &mut String, lx: f64) {
     for (i, policy) in Replayed::ALL.iter().enumerate() {
         let ly = TOP + 10.0 + 20.0 * i as f64;
-        let lx = LEFT + plot_w + 12.0;
         let _ = writeln!(
             svg,
             r#"<rect x="{lx}" y="{}" width="14" height="10" fill="{}"/><text x="{}" y="{}">{}</text>"#,
@@ -156,8 +170,6 @@ pub fn goal_svg(r: &Replay, goal: f64) -> String {
             policy.name()
         );
     }
-    svg.push_str("</svg>\n");
-    svg
 }
 
 /// Writes one SVG per goal into `dir` (created if missing); returns the files.

@@ -406,6 +406,27 @@ impl<'a> Layout<'a> {
     }
 }
 
+/// A row's predictions as the daemon would have had them: out of fold, the baseline and the
+/// probe measured.
+fn out_of_fold(e: &Evaluation, row: usize) -> Vec<Predicted> {
+    e.placements
+        .iter()
+        .enumerate()
+        .map(|(col, id)| {
+            let (low, high) = (e.forest_low[[row, col]], e.forest_high[[row, col]]);
+            let measured = col == e.baseline || col == e.probe;
+            Predicted {
+                placement: id.clone(),
+                relative: e.forest.values[[row, col]],
+                spread: 0.0,
+                // Out of fold, as the point: calibrated without this row's family.
+                interval: (!measured && low.is_finite() && high.is_finite()).then_some((low, high)),
+                measured,
+            }
+        })
+        .collect()
+}
+
 /// Every workload's cell for one policy and goal.
 fn cells_for(
     e: &Evaluation,
@@ -416,24 +437,7 @@ fn cells_for(
 ) -> Result<Vec<Cell>, ReplayError> {
     let mut cells: Vec<Cell> = Vec::new();
     for (row, info) in e.rows.iter().enumerate() {
-        let mut predictions: Vec<Predicted> = e
-            .placements
-            .iter()
-            .enumerate()
-            .map(|(col, id)| {
-                let (low, high) = (e.forest_low[[row, col]], e.forest_high[[row, col]]);
-                let measured = col == e.baseline || col == e.probe;
-                Predicted {
-                    placement: id.clone(),
-                    relative: e.forest.values[[row, col]],
-                    spread: 0.0,
-                    // Out of fold, as the point: calibrated without this row's family.
-                    interval: (!measured && low.is_finite() && high.is_finite())
-                        .then_some((low, high)),
-                    measured,
-                }
-            })
-            .collect();
+        let mut predictions = out_of_fold(e, row);
         let policy = match replayed {
             Replayed::Model | Replayed::ModelLowerBound | Replayed::ModelThird => {
                 Policy::Model { goal }

@@ -151,6 +151,18 @@ fn external_into(
             .map(|s| Box::new(s) as Box<dyn Read + Send>),
     ];
     running.processes.push(process);
+    attach_metric(def, launch, &values, streams, running)
+}
+
+/// The workload's performance source: its output parsed line by line, its Prometheus
+/// endpoint, or a command, as its definition says.
+fn attach_metric(
+    def: &Definition,
+    launch: &Launch<'_>,
+    values: &Values,
+    streams: [Option<Box<dyn Read + Send>>; 2],
+    running: &mut Running,
+) -> Result<(), String> {
     match &def.metric {
         Metric::Output {
             regex,
@@ -179,14 +191,14 @@ fn external_into(
         }
         Metric::Prometheus { url, selector } => {
             let spec = SourceSpec::Prometheus {
-                url: substitute(url, &values)?,
+                url: substitute(url, values)?,
                 selector: selector.clone(),
             };
             running.source = build(spec, &def.name, launch)?;
         }
         Metric::Command { argv, counter } => {
             let spec = SourceSpec::Command {
-                argv: substitute_all(argv, &values),
+                argv: substitute_all(argv, values),
                 counter: *counter,
             };
             running.source = build(spec, &def.name, launch)?;
