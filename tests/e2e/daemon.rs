@@ -15,11 +15,8 @@ use placed_proto::v1 as pb;
 use tonic::Code;
 
 use crate::cgroup_support::TestCgroup;
+use crate::cgroup_support::host_or_say as host;
 use crate::daemon_util::{Setup, TestDaemon, TestLoad, cpus_allowed, metric, watched_under_model};
-
-fn host() -> Option<Host> {
-    crate::cgroup_support::host_or_say()
-}
 
 fn machine(host: &Host) -> (CpuSet, NodeSet) {
     (

@@ -8,6 +8,7 @@ use placed_core::cpuset::{CpuSet, NodeSet};
 use placed_host::enact::Host;
 
 use crate::cgroup_support::TestCgroup;
+use crate::cgroup_support::host_or_say as host;
 use crate::util::placectl;
 
 /// A test cgroup holding one `sleep`.
@@ -21,10 +22,6 @@ fn sleeper(host: &Host, cpus: &CpuSet, mems: &NodeSet) -> TestCgroup {
     let pid = child.id();
     cg.adopt(&path, pid, child);
     cg
-}
-
-fn host() -> Option<Host> {
-    crate::cgroup_support::host_or_say()
 }
 
 #[test]

@@ -5,11 +5,8 @@ use placed_core::cpuset::{CpuSet, NodeSet};
 use placed_host::enact::Host;
 
 use crate::cgroup_support::TestCgroup;
+use crate::cgroup_support::host_or_say as host;
 use crate::daemon_util::{Setup, TestDaemon, TestLoad};
-
-fn host() -> Option<Host> {
-    crate::cgroup_support::host_or_say()
-}
 
 fn machine(host: &Host) -> (CpuSet, NodeSet) {
     (
