@@ -4,6 +4,7 @@
 //! fails for a file that is not declared below).
 //!
 //! - `fuzz`: the fuzz targets over cpu lists, machine files and hwloc XML (docs/testing.md).
+//! - `house`: no product file over 600 lines, no product function over 100, in any crate.
 //! - `harness` and `imports`: what the crates' test binaries share (tests/support): the
 //!   fuzz runner, and the reader of a crate's modules.
 
@@ -13,6 +14,7 @@ mod harness;
 mod imports;
 
 mod fuzz;
+mod house;
 
 #[test]
 fn every_test_file_is_a_module_of_this_binary() {

@@ -61,7 +61,17 @@ pub fn render_status(s: &pb::GetStatusResponse) -> String {
             counts.join(", ")
         }
     );
-    if s.models.is_empty() {
+    models_section(&mut o, &s.models);
+    live_section(&mut o, &s.live);
+    for w in &s.warnings {
+        let _ = writeln!(o, "warning: {w}");
+    }
+    o
+}
+
+/// The models the daemon would use now, or how to train one.
+fn models_section(o: &mut String, models: &[pb::ModelInfo]) {
+    if models.is_empty() {
         let _ = writeln!(
             o,
             "Models      none: train one with `{}` (DIR: the daemon's daemon.model_dir)",
@@ -70,7 +80,7 @@ pub fn render_status(s: &pb::GetStatusResponse) -> String {
     } else {
         let _ = writeln!(o, "\nModels");
         let mut t = Table::new(["ID", "VCPUS", "DATA", "PATH"]).right(1);
-        for m in &s.models {
+        for m in models {
             let vcpus = if m.across_classes {
                 "any (across classes)".to_owned()
             } else if m.trained_vcpus.is_empty() {
@@ -88,7 +98,11 @@ pub fn render_status(s: &pb::GetStatusResponse) -> String {
         }
         o.push_str(&t.render("  "));
     }
-    if !s.live.is_empty() {
+}
+
+/// Each model's live accuracy on this host, and its gate.
+fn live_section(o: &mut String, live: &[pb::LiveAccuracy]) {
+    if !live.is_empty() {
         let _ = writeln!(
             o,
             "\nLive accuracy (each model's last decisions on this host)"
@@ -106,7 +120,7 @@ pub fn render_status(s: &pb::GetStatusResponse) -> String {
         .right(2)
         .right(3)
         .right(4);
-        for m in &s.live {
+        for m in live {
             let percent = |v: f64| {
                 if m.scored > 0 {
                     format!("{v:.1}")
@@ -138,10 +152,6 @@ pub fn render_status(s: &pb::GetStatusResponse) -> String {
         }
         o.push_str(&t.render("  "));
     }
-    for w in &s.warnings {
-        let _ = writeln!(o, "warning: {w}");
-    }
-    o
 }
 
 pub fn status_json(s: &pb::GetStatusResponse) -> Value {
