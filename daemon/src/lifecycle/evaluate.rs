@@ -102,37 +102,14 @@ impl Handle {
                 container: rec.name.clone(),
                 source: Box::new(source),
             })?;
-        warnings.extend(noisy_probe(baseline, probe, &c));
         core.telemetry.metrics.predictions.inc();
-        if let Some(n) = &predicted.novelty {
-            warnings.push(format!(
-                "no training workload behaved like this one (probe at {:.2} x baseline, nearest category expects {:.2}-{:.2}): the prediction extrapolates",
-                n.probe_ratio, n.nearest_interval.0, n.nearest_interval.1
-            ));
-        }
-        if let Some(sizes) = loaded.model.trained_sizes() {
-            let sizes: Vec<String> = sizes.iter().map(u32::to_string).collect();
-            warnings.push(format!(
-                "no model for {} vCPUs: predicted by the model across sizes trained on v = {}, its intervals as wide as its errors on sizes it did not see",
-                rec.vcpus,
-                sizes.join(", ")
-            ));
-        }
-        if let Some(note) = loaded.model.across_classes() {
-            warnings.push(note.to_owned());
-        }
-        if let Some(reason) = &below_gate {
-            warnings.push(format!(
-                "model {} is below the accuracy gate ({reason}): this prediction is shown, never acted on",
-                predicted.model_id
-            ));
-        }
-        if predicted.provenance != placed_models::Provenance::Real {
-            warnings.push(format!(
-                "model trained on {} data: not real placement results",
-                predicted.provenance
-            ));
-        }
+        warnings.extend(noisy_probe(baseline, probe, &c));
+        warnings.extend(prediction_warnings(
+            &loaded,
+            rec.vcpus,
+            &predicted,
+            below_gate.as_deref(),
+        ));
         let prediction = prediction_record(
             &loaded, rec.vcpus, &measured, &predicted, warnings, below_gate,
         );
@@ -410,6 +387,47 @@ fn prediction_record(
         novel: predicted.novelty.is_some(),
         third: None,
     }
+}
+
+/// What a prediction's reader must know: it extrapolates, it comes from a model for other
+/// sizes or other machines, it is below the accuracy gate, or its data is not real.
+fn prediction_warnings(
+    loaded: &LoadedModel,
+    vcpus: usize,
+    predicted: &placed_models::Prediction,
+    below_gate: Option<&str>,
+) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if let Some(n) = &predicted.novelty {
+        warnings.push(format!(
+            "no training workload behaved like this one (probe at {:.2} x baseline, nearest category expects {:.2}-{:.2}): the prediction extrapolates",
+            n.probe_ratio, n.nearest_interval.0, n.nearest_interval.1
+        ));
+    }
+    if let Some(sizes) = loaded.model.trained_sizes() {
+        let sizes: Vec<String> = sizes.iter().map(u32::to_string).collect();
+        warnings.push(format!(
+            "no model for {} vCPUs: predicted by the model across sizes trained on v = {}, its intervals as wide as its errors on sizes it did not see",
+            vcpus,
+            sizes.join(", ")
+        ));
+    }
+    if let Some(note) = loaded.model.across_classes() {
+        warnings.push(note.to_owned());
+    }
+    if let Some(reason) = below_gate {
+        warnings.push(format!(
+            "model {} is below the accuracy gate ({reason}): this prediction is shown, never acted on",
+            predicted.model_id
+        ));
+    }
+    if predicted.provenance != placed_models::Provenance::Real {
+        warnings.push(format!(
+            "model trained on {} data: not real placement results",
+            predicted.provenance
+        ));
+    }
+    warnings
 }
 
 #[cfg(test)]
