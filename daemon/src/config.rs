@@ -135,6 +135,10 @@ pub struct PolicyConfig {
     pub default: String,
     /// The model policy's goal: keep at least this fraction of baseline performance.
     pub goal: f64,
+    /// Where a container under the model policy goes while the live gate has stopped its
+    /// model: `observe` (left where it is, the default), or a policy that needs no model,
+    /// `conservative`, `smart-aggressive` or `aggressive` (docs/daemon.md, "Live gate").
+    pub fallback: String,
     /// What the model policy holds against the goal: `point` (the prediction) or
     /// `lower-bound` (the lower end of the model's calibrated interval, where it has one).
     pub goal_bound: GoalBound,
@@ -283,6 +287,7 @@ impl Default for PolicyConfig {
     fn default() -> Self {
         Self {
             default: "observe".into(),
+            fallback: "observe".into(),
             goal: 0.9,
             goal_bound: GoalBound::Point,
             third_measurement: true,

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use placed_core::policy::Policy;
+
 use super::{
     Config, ContainersConfig, GrpcConfig, MAX_LISTENER_LIMIT, MAX_SOURCE_WAIT, MIN_RESYNC,
     ObserveConfig, PolicyConfig, echo,
@@ -74,6 +76,23 @@ fn policy(p: &PolicyConfig) -> Option<String> {
             "policy.default: {}",
             echo(&placed_core::text::error_line(&e))
         ));
+    }
+    match placed_core::policy::Policy::parse(&p.fallback, p.goal) {
+        Ok(
+            Policy::Observe | Policy::Conservative | Policy::SmartAggressive | Policy::Aggressive,
+        ) => {}
+        Ok(_) => {
+            return Some(format!(
+                "policy.fallback = {:?} needs a model or a placement: the fallback for a stopped model is observe, conservative, smart-aggressive or aggressive",
+                echo(&p.fallback)
+            ));
+        }
+        Err(e) => {
+            return Some(format!(
+                "policy.fallback: {}",
+                echo(&placed_core::text::error_line(&e))
+            ));
+        }
     }
     if p.reassert_limit == 0 {
         return Some(

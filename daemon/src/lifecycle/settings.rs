@@ -83,6 +83,14 @@ impl Settings {
         Policy::parse(&policy.default, policy.goal).unwrap_or(Policy::Observe)
     }
 
+    /// The policy that places a model-policy container while the live gate has stopped its
+    /// model.
+    pub fn fallback_policy(&self) -> Policy {
+        let policy = &self.config().policy;
+        // Validated at load (and reload) to parse as a policy that needs no model.
+        Policy::parse(&policy.fallback, policy.goal).unwrap_or(Policy::Observe)
+    }
+
     /// Whether `observe.command_allow` lets a command metric run `argv`'s program (the
     /// daemon's `PATH` searched, as spawning it would); the error names `container`.
     fn check_command(&self, argv: &[String], container: &str) -> Result<(), DaemonError> {

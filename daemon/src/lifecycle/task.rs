@@ -14,6 +14,7 @@
 use std::time::Duration;
 
 use crate::state::{ContainerRecord, Lifecycle};
+use placed_core::placement::PlacementSet;
 use placed_core::policy::Policy;
 use placed_host::observe::SourceSpec;
 use placed_models::live::Outcome;
@@ -153,11 +154,16 @@ async fn step(handle: &Handle, source: &mut MetricSlot) -> Result<Next, DaemonEr
                 let set = core.node.placements(rec.vcpus)?;
                 // A decision not yet checked is superseded by the one this makes.
                 source.awaiting_outcome = None;
-                let Some(prediction) = handle
+                let prediction = match handle
                     .evaluate(&set, source, generation, Journal::EachMove)
-                    .await?
-                else {
-                    return Ok(Next::Again);
+                    .await
+                {
+                    Ok(Some(p)) => p,
+                    Ok(None) => return Ok(Next::Again),
+                    Err(stopped @ DaemonError::ModelStopped { .. }) => {
+                        return fall_back(handle, &set, stopped).await;
+                    }
+                    Err(e) => return Err(e),
                 };
                 let Some(prediction) = handle
                     .third_measurement(&set, *goal, prediction, source, generation)
@@ -168,6 +174,9 @@ async fn step(handle: &Handle, source: &mut MetricSlot) -> Result<Next, DaemonEr
                 // A model the live gate stopped (meanwhile, by another container's
                 // outcome) decides nothing: the container stays where it was measured.
                 if let Err(stopped) = core.live.check(&prediction.model_id) {
+                    if core.settings.fallback_policy() != Policy::Observe {
+                        return fall_back(handle, &set, stopped).await;
+                    }
                     handle.set_state(Lifecycle::Watched, &format!("left in place: {stopped}"));
                     return Ok(Next::Sleep(core.settings.config().observe.watch_interval));
                 }
@@ -187,6 +196,42 @@ async fn step(handle: &Handle, source: &mut MetricSlot) -> Result<Next, DaemonEr
             }
         },
     }
+}
+
+/// A model-policy container whose model the live gate stopped. Under `policy.fallback =
+/// "observe"` that is an error the container waits out, moved nowhere; a fallback that
+/// needs no model places it meanwhile. Either way it is evaluated again later, so that the
+/// model takes over once an operator enables it or a retrained one replaces it.
+async fn fall_back(
+    handle: &Handle,
+    set: &PlacementSet,
+    stopped: DaemonError,
+) -> Result<Next, DaemonError> {
+    let settings = &handle.core.settings;
+    let fallback = settings.fallback_policy();
+    let DaemonError::ModelStopped {
+        model_id, since, ..
+    } = &stopped
+    else {
+        return Err(stopped);
+    };
+    if fallback == Policy::Observe {
+        return Err(stopped);
+    }
+    handle
+        .apply_policy(set, &fallback, None, None, Why::Automatic)
+        .await?;
+    handle.set_state(
+        Lifecycle::Waiting,
+        &format!(
+            "model {model_id} is stopped by the live gate since {since}: placed by the fallback policy {} meanwhile (policy.fallback); `placectl model enable {model_id}` or a retrained model ends it",
+            fallback.name()
+        ),
+    );
+    Ok(Next::Sleep(backoff(
+        settings.config().containers.resync_interval,
+        u32::MAX,
+    )))
 }
 
 /// Takes the container's operation lock and applies its own policy, moving it only when

@@ -2,7 +2,8 @@
 //!     next watch measurement at the chosen placement is the decision's outcome, kept on
 //!     the container and sent as an event; a model whose calibrated intervals keep missing
 //!     what production measures is stopped by the live gate (containers on it are observed,
-//!     not moved) until an operator enables it again.
+//!     not moved, or placed by the configured fallback policy) until an operator enables
+//!     it again.
 //!
 //! The test model (four placements for v = 4) predicts, for a probe at 1.3 x baseline,
 //! `numa1-core4` at about 1.10 with a calibrated interval of about 1.09-1.11; at goal 1.0 the
@@ -186,5 +187,46 @@ async fn an_accurate_model_is_never_stopped() {
     assert_eq!(live.summary.coverage(), Some(1.0));
     assert_eq!(live.summary.goal_attainment(), Some(1.0));
     assert!(!live.judgement.tripped(), "{}", live.judgement);
+    d.daemon.shutdown().await;
+}
+
+/// With `policy.fallback` set to a policy that needs no model, a model-policy container
+/// whose model is stopped is placed by it meanwhile (smart-aggressive: the fewest units
+/// that hold it), says so, and waits for the model; with the default (observe, above) it is
+/// left where it is.
+#[tokio::test(start_paused = true)]
+async fn a_stopped_models_containers_are_placed_by_the_fallback_policy() {
+    let mut s = Scenario::new().with_model(4);
+    s.config.policy.third_measurement = false;
+    s.config.policy.fallback = "smart-aggressive".into();
+    for i in 0..11 {
+        s.container(&format!("c{i}"), "", "");
+    }
+    let mut d = s.start().await;
+    for i in 0..10 {
+        let name = format!("c{i}");
+        decide(&mut d, &name, 1.5).await;
+        hand_back(&mut d, &name).await;
+    }
+    assert!(d.seen.iter().any(|e| e.kind == EventKind::ModelStopped));
+
+    let before = d.cpuset("c10");
+    let e = decide(&mut d, "c10", 1.5).await;
+    assert!(
+        e.message.contains("placed by the fallback policy smart-aggressive"),
+        "{e:?}"
+    );
+    assert_eq!(e.state, Lifecycle::Waiting, "{e:?}");
+    d.until_free("c10").await;
+    let rec = d.record("c10");
+    let assigned = rec.assigned.clone().expect("placed by the fallback");
+    assert_eq!(d.cpuset("c10"), (assigned.cpus.clone(), assigned.mems.clone()));
+    assert_ne!(d.cpuset("c10"), before, "left where it was");
+    assert!(assigned.cpus.len() >= 4, "{assigned:?}");
+    // Measured nowhere on the stopped model: no baseline, no probe.
+    assert!(
+        d.seen("c10", EventKind::Predicted).is_empty(),
+        "evaluated on a stopped model"
+    );
     d.daemon.shutdown().await;
 }
