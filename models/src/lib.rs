@@ -4,7 +4,8 @@
 //!
 //! # Layout
 //!
-//! - [`data`]: the training-data format (JSON lines) and its validation.
+//! - [`data`]: the training-data format (JSON lines), its validation, and merging the
+//!   files of several hosts of one class ([`data::merge`]).
 //! - [`features`]: observations and the features made from them, the same for training and
 //!   prediction.
 //! - [`forest`]: the joint multi-output random-forest regressor, behind linfa's traits.
