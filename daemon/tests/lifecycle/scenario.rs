@@ -270,6 +270,8 @@ impl Scenario {
             host: self.kernel.host(),
             pmu: false,
             migration_hold: self.hold.clone(),
+            // A fake host: what it measures is SIMULATED.
+            provenance: placed_models::Provenance::Simulated,
         };
         let state_file = self.config.daemon.state_file.clone();
         let model_dir = self.config.daemon.model_dir.clone();
@@ -345,6 +347,8 @@ impl Running {
             host: self.kernel.host(),
             pmu: false,
             migration_hold: None,
+            // A fake host: what it measures is SIMULATED.
+            provenance: placed_models::Provenance::Simulated,
         };
         let metrics = Arc::new(Metrics::default());
         self.daemon = Daemon::start(self.config.clone(), env, metrics.clone())

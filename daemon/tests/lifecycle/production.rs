@@ -1,0 +1,126 @@
+//! 13. Production data: every measurement of a managed container (baseline, probe, where the
+//!     decision left it) appended to its class's data file in the training format, partial
+//!     runs marked, with the metric, the workload as the labels name it and the labels;
+//!     SIMULATED on the fake host. The test model is live.rs's: a probe at 1.3 x baseline
+//!     moves a container to `numa1-core4` at goal 1.0.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use placed::lifecycle::{EventKind, FAMILY_LABEL, ManageRequest};
+use placed::state::Lifecycle;
+use placed_core::policy::Policy;
+use placed_models::check::check;
+use placed_models::{Dataset, ModelFile, Provenance};
+
+use crate::scenario::{Running, Scenario, cg, pushed};
+
+const BASELINE: f64 = 1000.0;
+const ONE_NODE: &str = "numa1-core4-ic1.000";
+
+async fn daemon(enabled: bool) -> Running {
+    let mut s = Scenario::new().with_model(4);
+    s.config.policy.third_measurement = false;
+    s.config.production_data.enabled = enabled;
+    s.container("web", "", "");
+    s.start().await
+}
+
+/// Manages `web` (family label `front`), lets it be evaluated and moved, and waits for the
+/// outcome of the decision (measured at 1.5 x baseline), which it returns.
+async fn decide(d: &mut Running) -> placed_models::live::Outcome {
+    let labels = BTreeMap::from([(FAMILY_LABEL.to_owned(), "front".to_owned())]);
+    d.daemon
+        .manage(ManageRequest {
+            container: cg("web"),
+            vcpus: Some(4),
+            policy: Some(Policy::Model { goal: 1.0 }),
+            metric: pushed(),
+            labels,
+            ..ManageRequest::default()
+        })
+        .await
+        .expect("manage");
+    let level = d.feed("web", BASELINE);
+    d.next("web", |e| e.state == Lifecycle::Probe).await;
+    level.set(BASELINE * 1.3);
+    d.next("web", |e| e.kind == EventKind::Predicted).await;
+    d.next("web", |e| e.state == Lifecycle::Watched).await;
+    level.set(BASELINE * 1.5);
+    let e = d.next("web", |e| e.kind == EventKind::Outcome).await;
+    d.until_free("web").await;
+    e.outcome.expect("an outcome event carries it")
+}
+
+fn file(d: &Running) -> PathBuf {
+    let set = d.placements_for(4);
+    d.state_file()
+        .parent()
+        .expect("a state dir")
+        .join("production")
+        .join(format!("{}-v4.jsonl", set.fingerprint))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_decision_leaves_its_measurements_in_the_class_data_file() {
+    let mut d = daemon(true).await;
+    let outcome = decide(&mut d).await;
+    let path = file(&d);
+    let data = Dataset::load(&path).expect("the production file is valid training data");
+    assert_eq!(data.provenance(), Provenance::Simulated);
+    assert_eq!(data.header().v, 4);
+    let set = d.placements_for(4);
+    assert_eq!(data.header().fingerprint, set.fingerprint);
+    assert_eq!(data.header().placements.len(), set.placements.len());
+
+    let records = data.records();
+    // Baseline, probe and the placement the decision chose; one run, partial.
+    assert_eq!(records.len(), 3, "{records:#?}");
+    let run = records[0].run;
+    for r in records {
+        assert!(r.partial, "{r:?}");
+        assert_eq!(r.run, run);
+        assert_eq!(r.workload, "web");
+        assert_eq!(r.family, "front");
+        assert_eq!(
+            r.labels.get(FAMILY_LABEL).map(String::as_str),
+            Some("front")
+        );
+        assert!(r.metric.as_deref().is_some_and(|m| !m.is_empty()), "{r:?}");
+        assert!(r.unusable.is_none());
+    }
+    let value = |i: usize| records[i].performance.value / BASELINE;
+    assert!((value(0) - 1.0).abs() < 0.01, "baseline {records:?}");
+    assert!((value(1) - 1.3).abs() < 0.01, "probe {records:?}");
+    assert_eq!(records[2].placement, ONE_NODE);
+    assert!((value(2) - 1.5).abs() < 0.01, "realized {records:?}");
+    assert_eq!(d.metrics.production_records.get(), 3);
+    assert_eq!(d.metrics.production_errors.get(), 0);
+
+    // `placed-train check` on the file scores the decision as the live figures did.
+    let set = d.placements_for(4);
+    let model_file = d.model_dir().join(format!("{}-v4.json", set.fingerprint));
+    let ModelFile::PerSize(model) = ModelFile::load(&model_file).expect("the model") else {
+        panic!("a model of one size");
+    };
+    let report = check(model.as_ref(), &data).expect("checks");
+    let checked = report.overall().expect("the realized cell is scored");
+    assert_eq!(checked.cells, 1);
+    assert!(
+        (checked.mean - outcome.error()).abs() < 1.0,
+        "check {checked:?}, live {outcome:?}"
+    );
+
+    // Later watch measurements of the same cell in the same run are not kept again.
+    d.idle(std::time::Duration::from_secs(600)).await;
+    let again = Dataset::load(&path).expect("still valid");
+    assert_eq!(again.records().len(), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_production_data_off_no_file_is_written() {
+    let mut d = daemon(false).await;
+    let _ = decide(&mut d).await;
+    assert!(!file(&d).exists());
+    assert_eq!(d.metrics.production_records.get(), 0);
+}
