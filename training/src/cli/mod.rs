@@ -5,6 +5,7 @@
 //! - [`collect`]: `collect` and `train` for one size, and the collection summary.
 //! - [`sizes`]: `train` for several sizes, and `sizes`.
 //! - [`models`]: `fit`, `evaluate`, `check`, `policies` and `simulate`, on data files.
+//! - [`production`]: `merge` and `challenge`, on the daemon's production data.
 //! - [`classes`]: `classes simulate`, `classes evaluate` and `classes build`: the model
 //!   across machine classes.
 //! - [`workload`]: `workload list` and `workload run`, `calibrate`, and the man pages.
@@ -15,6 +16,7 @@ pub mod classes;
 pub mod collect;
 pub mod error;
 pub mod models;
+pub mod production;
 pub mod request;
 pub mod sizes;
 pub mod workload;
@@ -55,6 +57,13 @@ impl Request {
                 options,
             } => models::evaluate_data(&data, plots.as_deref(), &hold_out, &options),
             Request::Check { model, data } => models::check(&model, &data),
+            Request::Merge { data, out } => production::merge_data(&data, &out),
+            Request::Challenge {
+                challenger,
+                champion,
+                data,
+                install,
+            } => production::challenge(&challenger, &champion, &data, install),
             Request::Sizes {
                 data,
                 output,

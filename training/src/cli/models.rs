@@ -63,7 +63,20 @@ pub fn evaluate_data(
 /// `placed-train check`: a fitted model on data it was not trained on.
 pub fn check(model: &Path, data: &Path) -> Result<(), CliError> {
     let dataset = Dataset::load(data)?;
-    let model: Box<dyn placed_models::Predictor> = match placed_models::ModelFile::load(model)? {
+    let model = load_predictor(model, &dataset)?;
+    print!("{}", report::left_out(&dataset));
+    let checked = placed_models::check::check(model.as_ref(), &dataset)?;
+    print!("{}", report::check_tables(&checked, model.as_ref()));
+    Ok(())
+}
+
+/// The model file at `model`, made ready for `dataset`'s machine class and size as the
+/// daemon makes one ready for a container.
+pub fn load_predictor(
+    model: &Path,
+    dataset: &Dataset,
+) -> Result<Box<dyn placed_models::Predictor>, CliError> {
+    Ok(match placed_models::ModelFile::load(model)? {
         placed_models::ModelFile::PerSize(m) => m,
         // Made ready for the data's size, as the daemon makes it ready for a container's.
         placed_models::ModelFile::AcrossSizes(m) => Box::new(
@@ -75,8 +88,7 @@ pub fn check(model: &Path, data: &Path) -> Result<(), CliError> {
             let h = dataset.header();
             let resources = dataset.resources().ok_or_else(|| {
                 CliError::Usage(format!(
-                    "{} has no resources line: a model across classes needs what the machine has",
-                    data.display()
+                    "the data has no resources line: a model across classes needs what the machine has"
                 ))
             })?;
             Box::new(
@@ -88,11 +100,7 @@ pub fn check(model: &Path, data: &Path) -> Result<(), CliError> {
                 )?,
             )
         }
-    };
-    print!("{}", report::left_out(&dataset));
-    let checked = placed_models::check::check(model.as_ref(), &dataset)?;
-    print!("{}", report::check_tables(&checked, model.as_ref()));
-    Ok(())
+    })
 }
 
 /// `placed-train policies`: the placement policies replayed on collected data.

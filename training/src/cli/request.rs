@@ -50,6 +50,16 @@ pub enum Request {
         model: PathBuf,
         data: PathBuf,
     },
+    Merge {
+        data: Vec<PathBuf>,
+        out: PathBuf,
+    },
+    Challenge {
+        challenger: PathBuf,
+        champion: PathBuf,
+        data: PathBuf,
+        install: bool,
+    },
     Sizes {
         data: Vec<PathBuf>,
         output: SizesOutput,
@@ -216,6 +226,18 @@ impl Cli {
                 options: train.options()?,
             },
             Cli::Check { model, data } => Request::Check { model, data },
+            Cli::Merge { data, out } => Request::Merge { data, out },
+            Cli::Challenge {
+                challenger,
+                champion,
+                data,
+                install,
+            } => Request::Challenge {
+                challenger,
+                champion,
+                data,
+                install,
+            },
             Cli::Sizes {
                 data,
                 out,
