@@ -63,18 +63,19 @@ pub fn evaluate_data(
 /// `placed-train check`: a fitted model on data it was not trained on.
 pub fn check(model: &Path, data: &Path) -> Result<(), CliError> {
     let dataset = Dataset::load(data)?;
-    let model = load_predictor(model, &dataset)?;
+    let model = load_predictor(model, &dataset, data)?;
     print!("{}", report::left_out(&dataset));
     let checked = placed_models::check::check(model.as_ref(), &dataset)?;
     print!("{}", report::check_tables(&checked, model.as_ref()));
     Ok(())
 }
 
-/// The model file at `model`, made ready for `dataset`'s machine class and size as the
-/// daemon makes one ready for a container.
+/// The model file at `model`, made ready for `dataset`'s (read from `data`) machine class
+/// and size as the daemon makes one ready for a container.
 pub fn load_predictor(
     model: &Path,
     dataset: &Dataset,
+    data: &Path,
 ) -> Result<Box<dyn placed_models::Predictor>, CliError> {
     Ok(match placed_models::ModelFile::load(model)? {
         placed_models::ModelFile::PerSize(m) => m,
@@ -88,7 +89,8 @@ pub fn load_predictor(
             let h = dataset.header();
             let resources = dataset.resources().ok_or_else(|| {
                 CliError::Usage(format!(
-                    "the data has no resources line: a model across classes needs what the machine has"
+                    "{} has no resources line: a model across classes needs what the machine has",
+                    data.display()
                 ))
             })?;
             Box::new(

@@ -56,7 +56,7 @@ pub fn challenge(
 ) -> Result<(), CliError> {
     let dataset = Dataset::load(data)?;
     let score = |path: &Path| -> Result<(String, Option<ErrorSummary>), CliError> {
-        let model = load_predictor(path, &dataset)?;
+        let model = load_predictor(path, &dataset, data)?;
         let report = placed_models::check::check(model.as_ref(), &dataset)?;
         Ok((model.id().to_owned(), report.overall()))
     };
