@@ -23,16 +23,27 @@ async fn daemon(enabled: bool) -> Running {
     s.config.policy.third_measurement = false;
     s.config.production_data.enabled = enabled;
     s.container("web", "", "");
+    for i in 0..STREAM {
+        s.container(&format!("c{i}"), "", "");
+    }
     s.start().await
 }
 
-/// Manages `web` (family label `front`), lets it be evaluated and moved, and waits for the
-/// outcome of the decision (measured at 1.5 x baseline), which it returns.
+/// Containers of the production stream: fewer than the ten decisions the live gate needs
+/// to judge, so every one of them is moved and checked.
+const STREAM: usize = 8;
+
 async fn decide(d: &mut Running) -> placed_models::live::Outcome {
+    decide_on(d, "web", 1.5).await
+}
+
+/// Manages `name` (family label `front`), lets it be evaluated and moved, and waits for the
+/// outcome of the decision (measured at `realized` x baseline), which it returns.
+async fn decide_on(d: &mut Running, name: &str, realized: f64) -> placed_models::live::Outcome {
     let labels = BTreeMap::from([(FAMILY_LABEL.to_owned(), "front".to_owned())]);
     d.daemon
         .manage(ManageRequest {
-            container: cg("web"),
+            container: cg(name),
             vcpus: Some(4),
             policy: Some(Policy::Model { goal: 1.0 }),
             metric: pushed(),
@@ -41,15 +52,24 @@ async fn decide(d: &mut Running) -> placed_models::live::Outcome {
         })
         .await
         .expect("manage");
-    let level = d.feed("web", BASELINE);
-    d.next("web", |e| e.state == Lifecycle::Probe).await;
+    let level = d.feed(name, BASELINE);
+    d.next(name, |e| e.state == Lifecycle::Probe).await;
     level.set(BASELINE * 1.3);
-    d.next("web", |e| e.kind == EventKind::Predicted).await;
-    d.next("web", |e| e.state == Lifecycle::Watched).await;
-    level.set(BASELINE * 1.5);
-    let e = d.next("web", |e| e.kind == EventKind::Outcome).await;
-    d.until_free("web").await;
+    d.next(name, |e| e.kind == EventKind::Predicted).await;
+    d.next(name, |e| e.state == Lifecycle::Watched).await;
+    level.set(BASELINE * realized);
+    let e = d.next(name, |e| e.kind == EventKind::Outcome).await;
+    d.until_free(name).await;
     e.outcome.expect("an outcome event carries it")
+}
+
+fn model(d: &Running) -> Box<placed_models::Model> {
+    let set = d.placements_for(4);
+    let path = d.model_dir().join(format!("{}-v4.json", set.fingerprint));
+    let ModelFile::PerSize(model) = ModelFile::load(&path).expect("the model") else {
+        panic!("a model of one size");
+    };
+    model
 }
 
 fn file(d: &Running) -> PathBuf {
@@ -98,12 +118,7 @@ async fn a_decision_leaves_its_measurements_in_the_class_data_file() {
     assert_eq!(d.metrics.production_errors.get(), 0);
 
     // `placed-train check` on the file scores the decision as the live figures did.
-    let set = d.placements_for(4);
-    let model_file = d.model_dir().join(format!("{}-v4.json", set.fingerprint));
-    let ModelFile::PerSize(model) = ModelFile::load(&model_file).expect("the model") else {
-        panic!("a model of one size");
-    };
-    let report = check(model.as_ref(), &data).expect("checks");
+    let report = check(model(&d).as_ref(), &data).expect("checks");
     let checked = report.overall().expect("the realized cell is scored");
     assert_eq!(checked.cells, 1);
     assert!(
@@ -123,4 +138,43 @@ async fn with_production_data_off_no_file_is_written() {
     let _ = decide(&mut d).await;
     assert!(!file(&d).exists());
     assert_eq!(d.metrics.production_records.get(), 0);
+}
+
+/// The live error on a SIMULATED production stream (containers whose realized cell is 1.0 to
+/// 1.35 x baseline where the model predicts about 1.10) against `placed-train check` on the
+/// production data the same decisions left: the same cells, scored alike.
+#[tokio::test(start_paused = true)]
+async fn the_live_error_of_a_stream_is_what_check_finds_on_its_production_data() {
+    let mut d = daemon(true).await;
+    let mut model_id = String::new();
+    for i in 0..STREAM {
+        let name = format!("c{i}");
+        let outcome = decide_on(&mut d, &name, 1.0 + 0.05 * i as f64).await;
+        model_id = outcome.model_id;
+        d.daemon
+            .unmanage(&cg(&name), false)
+            .await
+            .expect("unmanaged");
+    }
+    let status = d.daemon.status();
+    let live = status
+        .live
+        .iter()
+        .find(|m| m.model_id == model_id)
+        .expect("the model's live figures");
+    assert_eq!(live.summary.scored, STREAM);
+    let data = Dataset::load(&file(&d)).expect("valid");
+    let report = check(model(&d).as_ref(), &data).expect("checks");
+    let checked = report.overall().expect("scored cells");
+    assert_eq!(checked.cells, STREAM);
+    let (live_mean, live_worst) = (
+        live.summary.mean_error.expect("scored"),
+        live.summary.worst_error.expect("scored"),
+    );
+    eprintln!(
+        "SIMULATED stream of {STREAM} decisions: live mean {live_mean:.2}% worst {live_worst:.2}%; check on the production data mean {:.2}% worst {:.2}% over {} cells",
+        checked.mean, checked.worst, checked.cells
+    );
+    assert!((checked.mean - live_mean).abs() < 1.0);
+    assert!((checked.worst - live_worst).abs() < 1.0);
 }
