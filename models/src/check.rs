@@ -342,7 +342,7 @@ pub fn check(model: &dyn Predictor, data: &Dataset) -> Result<CheckReport, Check
 }
 
 /// The data's usable partial runs in file order, each with its measured cells by placement.
-fn partial_runs(data: &Dataset) -> Vec<(RowInfo, BTreeMap<&str, Observation>)> {
+pub(crate) fn partial_runs(data: &Dataset) -> Vec<(RowInfo, BTreeMap<&str, Observation>)> {
     let mut runs: Vec<(RowInfo, BTreeMap<&str, Observation>)> = Vec::new();
     let mut index: BTreeMap<(&str, u32), usize> = BTreeMap::new();
     for r in data.records() {

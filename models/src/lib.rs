@@ -62,6 +62,7 @@ pub mod features;
 pub mod forest;
 pub mod gate;
 pub mod hold_out;
+pub mod impute;
 pub mod interval;
 pub mod json_error;
 pub mod live;

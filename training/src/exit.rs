@@ -74,6 +74,12 @@ fn known(e: &(dyn Error + 'static)) -> Option<Exit> {
     if e.is::<crate::cli::production::NotBetter>() {
         return Some(Exit::No);
     }
+    if let Some(placed_models::impute::ImputeError::OtherMachine { .. }) =
+        e.downcast_ref::<placed_models::impute::ImputeError>()
+    {
+        // Production data of another class or size than --data: the request is wrong.
+        return Some(Exit::BadInput);
+    }
     if let Some(m) = e.downcast_ref::<placed_models::data::merge::MergeError>() {
         return match m {
             placed_models::data::merge::MergeError::Data(d) => data(d),

@@ -872,3 +872,48 @@ fn merge_drops_what_it_has_seen_and_refuses_another_size() {
     let err = String::from_utf8_lossy(&other.stderr);
     assert!(err.contains("four.jsonl"), "{err}");
 }
+
+#[test]
+fn fit_learns_from_production_data_too() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    simulate_to(dir.path(), "data.jsonl", "8", "0.01", "0");
+    simulate_to(dir.path(), "other.jsonl", "8", "0.01", "7");
+    // The other collection as the daemon would keep it: every run marked partial.
+    let other = placed_models::Dataset::load(&dir.path().join("other.jsonl")).expect("other");
+    let runs = {
+        let mut w: Vec<(&str, u32)> = other
+            .records()
+            .iter()
+            .map(|r| (r.workload.as_str(), r.run))
+            .collect();
+        w.sort_unstable();
+        w.dedup();
+        w.len()
+    };
+    let records = other
+        .records()
+        .iter()
+        .cloned()
+        .map(|mut r| {
+            r.partial = true;
+            r
+        })
+        .collect();
+    let production =
+        placed_models::Dataset::from_parts(other.header().clone(), records).expect("valid");
+    std::fs::write(
+        dir.path().join("production.jsonl"),
+        production.to_jsonl().expect("encodes"),
+    )
+    .expect("writable");
+    let out = fit(
+        dir.path(),
+        &["--accept-inaccurate", "--production", "production.jsonl"],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let text = stdout(&out);
+    assert!(
+        text.contains(&format!("{runs} partial runs completed")),
+        "{text}"
+    );
+}

@@ -65,6 +65,11 @@ pub enum Cli {
         /// Where to write the model file.
         #[arg(long)]
         out: PathBuf,
+        /// The daemon's production data of this class and size (repeat the flag): its
+        /// partial runs measured in the model's baseline and probe are completed by a model
+        /// fitted on --data and learned from too (docs/training.md, "Production data").
+        #[arg(long, value_name = "FILE")]
+        production: Vec<PathBuf>,
         #[command(flatten)]
         train: TrainFlags,
     },

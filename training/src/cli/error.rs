@@ -75,6 +75,7 @@ passed_on!(
     placed_models::ModelFileError,
     placed_models::check::CheckError,
     placed_models::data::merge::MergeError,
+    placed_models::impute::ImputeError,
     placed_models::hold_out::HoldOutError,
     placed_models::sizes::SizesError,
     placed_models::sizes_model::ForSizeError,

@@ -49,7 +49,12 @@ impl Request {
                 [v] => collect::train_one(*v, &collection, &model_dir, &fitting),
                 _ => sizes::train_sizes(&sizes, &collection, &model_dir, &fitting),
             },
-            Request::Fit { data, out, fitting } => models::fit_model(&data, &out, &fitting),
+            Request::Fit {
+                data,
+                out,
+                production,
+                fitting,
+            } => models::fit_model(&data, &out, &production, &fitting),
             Request::Evaluate {
                 data,
                 plots,

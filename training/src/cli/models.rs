@@ -1,6 +1,6 @@
 //! The commands on collected data: `fit`, `evaluate`, `check`, `policies` and `simulate`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use placed_core::machine::Machine;
 use placed_core::placement::important_placements;
@@ -13,11 +13,18 @@ use crate::save::Save as _;
 use crate::simulate::{SimMachine, SimulationOptions, simulate};
 use crate::{pipeline, plot, policies, report};
 
-/// `placed-train fit`: a model from a data file, judged by the gate, written.
-pub fn fit_model(data: &Path, out: &Path, fitting: &Fitting) -> Result<(), CliError> {
+/// `placed-train fit`: a model from a data file (and the daemon's production data, when
+/// given), judged by the gate, written.
+pub fn fit_model(
+    data: &Path,
+    out: &Path,
+    production: &[PathBuf],
+    fitting: &Fitting,
+) -> Result<(), CliError> {
     let dataset = Dataset::load(data)?;
     print!("{}", report::left_out(&dataset));
     pipeline::usable_enough(&dataset, data)?;
+    let dataset = super::production::with_production(dataset, production, &fitting.options)?;
     let (model, _) =
         fit(&dataset, &fitting.options).map_err(|e| CliError::step("fitting the model", e))?;
     let model = fitting.acceptance.judge(model).inspect_err(print_refused)?;

@@ -2,11 +2,13 @@
 //! one class made one) and `challenge` (a retrained model against the installed one on
 //! held-out production data; it replaces it only when it beats it).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use placed_models::Dataset;
 use placed_models::accuracy::ErrorSummary;
 use placed_models::data::merge::merge;
+use placed_models::impute::completed;
+use placed_models::{Dataset, Provenance, TrainOptions};
 
 use super::CliError;
 use super::models::load_predictor;
@@ -30,6 +32,63 @@ pub fn merge_data(data: &[PathBuf], out: &Path) -> Result<(), CliError> {
         out.display()
     );
     Ok(())
+}
+
+/// `data` with the partial runs of the `production` files completed by a model fitted on
+/// `data` ([`placed_models::impute`]); `data` itself without production files. The
+/// records take the least real provenance of all, as a model trained on them would.
+pub fn with_production(
+    data: Dataset,
+    production: &[PathBuf],
+    options: &TrainOptions,
+) -> Result<Dataset, CliError> {
+    if production.is_empty() {
+        return Ok(data);
+    }
+    let (first, _) =
+        placed_models::fit(&data, options).map_err(|e| CliError::step("fitting the model", e))?;
+    let mut records = data.records().to_vec();
+    let mut used: BTreeSet<(String, u32)> = records
+        .iter()
+        .map(|r| (r.workload.clone(), r.run))
+        .collect();
+    let mut provenances = vec![data.provenance()];
+    for path in production {
+        let p = Dataset::load(path)?;
+        let (completed, skipped) = completed(&p, &first)
+            .map_err(|e| CliError::step(format!("completing {}", path.display()), e))?;
+        let runs = p.partial_runs() - skipped;
+        println!(
+            "{}: {runs} partial runs completed by the model on {} and learned from ({skipped} without its baseline and probe left out)",
+            path.display(),
+            data.header().fingerprint
+        );
+        provenances.push(p.provenance());
+        // A production run of a workload the data names too is another run of it.
+        let mut number: BTreeMap<(String, u32), u32> = BTreeMap::new();
+        for mut r in completed {
+            let key = (r.workload.clone(), r.run);
+            let run = *number.entry(key).or_insert_with(|| {
+                let mut run = r.run;
+                while used.contains(&(r.workload.clone(), run)) {
+                    run = run.wrapping_add(1);
+                }
+                used.insert((r.workload.clone(), run));
+                run
+            });
+            r.run = run;
+            records.push(r);
+        }
+    }
+    let provenance = Provenance::least_real(provenances);
+    for r in &mut records {
+        r.provenance = provenance;
+    }
+    let mut merged = Dataset::from_parts(data.header().clone(), records)?;
+    if let Some(resources) = data.resources() {
+        merged = merged.with_resources(resources.clone())?;
+    }
+    Ok(merged)
 }
 
 /// The figures of a challenge, for the refusal.

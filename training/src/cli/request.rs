@@ -38,6 +38,7 @@ pub enum Request {
     Fit {
         data: PathBuf,
         out: PathBuf,
+        production: Vec<PathBuf>,
         fitting: Fitting,
     },
     Evaluate {
@@ -209,9 +210,15 @@ impl Cli {
                 model_dir,
                 train,
             } => training(vcpus, collect, model_dir, &train)?,
-            Cli::Fit { data, out, train } => Request::Fit {
+            Cli::Fit {
                 data,
                 out,
+                production,
+                train,
+            } => Request::Fit {
+                data,
+                out,
+                production,
                 fitting: train.fitting()?,
             },
             Cli::Evaluate {
