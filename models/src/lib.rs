@@ -13,7 +13,10 @@
 //! - [`accuracy`]: absolute percentage errors, mean and worst.
 //! - [`gate`]: the accuracy gate a model must pass to move containers.
 //! - [`interval`]: prediction intervals calibrated on the held-out folds (conformal).
-//! - [`check`]: a fitted model applied to data it was not trained on.
+//! - [`check`]: a fitted model applied to data it was not trained on, partial production
+//!   runs scored on the cells they measured.
+//! - [`impute`]: partial production runs completed by a model, so a forest of whole vectors
+//!   learns from them.
 //! - [`live`]: decisions checked against what happened afterwards, and the live gate.
 //! - [`categories`]: k-means categories, the category tree (linfa-trees), the iterative
 //!   method (algorithm 4), novelty.
