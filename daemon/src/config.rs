@@ -12,6 +12,9 @@ use placed_host::migrate::ModeKind;
 use serde::{Deserialize, Serialize};
 
 mod checks;
+mod production;
+
+pub use production::ProductionDataConfig;
 
 /// Where the daemon looks when `--config` is not given; a missing file means defaults.
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/placed/placed.toml";
@@ -39,6 +42,8 @@ pub struct Config {
     pub metrics: MetricsConfig,
     /// The NRI plugin mode on Kubernetes nodes (docs/kubernetes.md).
     pub nri: crate::kubernetes::NriConfig,
+    /// What the daemon measures, kept as training data (docs/daemon.md, "Production data").
+    pub production_data: ProductionDataConfig,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

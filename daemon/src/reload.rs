@@ -4,7 +4,8 @@
 //! Settings that only steer future decisions change live: the `[policy]` and `[observe]`
 //! sections (new containers get the new default policy; every task uses the new values from
 //! its next step; a measurement already running finishes on the protocol it began with),
-//! the resync interval, the log level and the metrics endpoint. Everything else (sockets,
+//! the resync interval, the log level, the metrics endpoint and `[production_data]` (read at
+//! each append). Everything else (sockets,
 //! TLS, the state file, model directory, log format, machine description, which runtimes
 //! and cgroups are managed) is bound into listeners and tasks at start: a change there is
 //! refused, the running value kept, and a warning names the keys until the daemon is
@@ -18,6 +19,7 @@ pub const LIVE: &[&str] = &[
     "policy",
     "observe",
     "metrics",
+    "production_data",
     "daemon.log_level",
     "containers.resync_interval",
 ];
@@ -70,6 +72,7 @@ pub fn plan(running: &Config, new: Config) -> Result<Plan, CompareError> {
     config.policy = new.policy;
     config.observe = observe_live(&running.observe, new.observe);
     config.metrics = new.metrics;
+    config.production_data = new.production_data;
     config.daemon.log_level = new.daemon.log_level;
     config.containers.resync_interval = new.containers.resync_interval;
     Ok(Plan {

@@ -41,6 +41,8 @@ async fn start(
         host: fake.host(),
         pmu: false,
         migration_hold: None,
+        // A fake host: what it measures is SIMULATED.
+        provenance: placed_models::Provenance::Simulated,
     };
     Daemon::start(config(dir), env, Arc::new(Metrics::default())).await
 }

@@ -69,6 +69,8 @@ impl Served {
             host: fake.host(),
             pmu: false,
             migration_hold: None,
+            // A fake host: what it measures is SIMULATED.
+            provenance: placed_models::Provenance::Simulated,
         };
         let daemon = Daemon::start(config.clone(), env, metrics.clone())
             .await

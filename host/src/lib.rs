@@ -16,6 +16,8 @@
 //! - [`stop`]: SIGINT, SIGTERM and SIGHUP as one stop request ([`stop::Stop`]): a flag for
 //!   blocking work, a cancellation token for async code, the signal's name for messages;
 //!   SIGHUP may be routed to a reload hook instead.
+//! - [`virt`]: whether this is a virtual machine (cpuinfo's hypervisor flag, the DMI vendor,
+//!   systemd-detect-virt), which the data the collector and the daemon write says.
 //! - [`cgroup`]: cgroup cpusets v1 and v2 behind one interface rooted at a path: read and
 //!   write a cgroup's sets in an order the kernel accepts, freeze it with a guard that thaws
 //!   (the registry of live guards belongs to the hierarchy object); CPU quotas.
@@ -37,6 +39,7 @@
 pub mod atomic_file;
 pub mod kernel;
 pub mod stop;
+pub mod virt;
 
 pub mod cgroup;
 pub mod containers;

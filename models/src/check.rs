@@ -5,8 +5,11 @@
 //! calibrated interval held the measurement, and whether the novelty warning was raised.
 //! Without this, checking a model meant re-implementing the prediction from its file.
 
+use std::collections::BTreeMap;
+
 use crate::accuracy::ErrorSummary;
 use crate::data::{Dataset, Provenance};
+use crate::features::Observation;
 use crate::model::PredictError;
 use crate::predictor::Predictor;
 use crate::table::{PerformanceTable, RowInfo};
@@ -52,8 +55,15 @@ pub struct CheckReport {
     pub provenance: Provenance,
     /// The model's placements, in its order.
     pub placements: Vec<String>,
-    /// Every usable run of the data, in data order.
+    /// Every usable run of the data, in data order: whole runs, then partial runs
+    /// (production data) measured in the model's baseline and probe, each scored on the
+    /// other placements it was measured in.
     pub runs: Vec<RunCheck>,
+    /// Partial runs of the data.
+    pub partial_runs: usize,
+    /// Partial runs left out: not measured in both the model's baseline and probe (an
+    /// evaluation with another model, or one cut short).
+    pub partial_skipped: usize,
 }
 
 impl CheckReport {
@@ -283,12 +293,85 @@ pub fn check(model: &dyn Predictor, data: &Dataset) -> Result<CheckReport, Check
         }
         runs.push(check);
     }
+    let partial = partial_runs(data);
+    let mut partial_skipped = 0;
+    for (row, cells) in &partial {
+        let (Some(b), Some(p)) = (cells.get(model.baseline()), cells.get(model.probe())) else {
+            partial_skipped += 1;
+            continue;
+        };
+        let prediction = model.predict(b, p).map_err(|source| CheckError::Predict {
+            workload: row.workload.clone(),
+            run: row.run,
+            source,
+        })?;
+        let mut check = RunCheck {
+            row: row.clone(),
+            errors: Vec::with_capacity(columns.len()),
+            covered: 0,
+            with_interval: 0,
+            novel: prediction.novelty.is_some(),
+        };
+        for (predicted, placement) in prediction.placements.iter().zip(model.placements()) {
+            let measured = cells
+                .get(placement.id.as_str())
+                .filter(|_| !predicted.measured);
+            let Some(cell) = measured else {
+                check.errors.push(None);
+                continue;
+            };
+            let actual = cell.value / b.value;
+            check
+                .errors
+                .push(Some((predicted.relative - actual).abs() / actual * 100.0));
+            if let Some(interval) = &predicted.interval {
+                check.with_interval += 1;
+                check.covered += usize::from(interval.contains(actual));
+            }
+        }
+        runs.push(check);
+    }
     Ok(CheckReport {
         model_id: model.id().to_owned(),
         provenance: data.provenance(),
         placements: model.placements().iter().map(|p| p.id.clone()).collect(),
         runs,
+        partial_runs: partial.len(),
+        partial_skipped,
     })
+}
+
+/// The data's usable partial runs in file order, each with its measured cells by placement.
+pub(crate) fn partial_runs(data: &Dataset) -> Vec<(RowInfo, BTreeMap<&str, Observation>)> {
+    let mut runs: Vec<(RowInfo, BTreeMap<&str, Observation>)> = Vec::new();
+    let mut index: BTreeMap<(&str, u32), usize> = BTreeMap::new();
+    for r in data.records() {
+        if !data.run_is_partial(&r.workload, r.run) || r.unusable.is_some() {
+            continue;
+        }
+        let at = *index
+            .entry((r.workload.as_str(), r.run))
+            .or_insert_with(|| {
+                runs.push((
+                    RowInfo {
+                        workload: r.workload.clone(),
+                        family: r.family.clone(),
+                        run: r.run,
+                    },
+                    BTreeMap::new(),
+                ));
+                runs.len() - 1
+            });
+        runs[at].1.insert(
+            r.placement.as_str(),
+            Observation {
+                value: r.performance.value,
+                spread: r.performance.spread,
+                counters: r.counters.clone(),
+            },
+        );
+    }
+    runs
 }
 
 #[cfg(test)]
@@ -322,6 +405,53 @@ mod tests {
             let measured: Vec<bool> = run.errors.iter().map(Option::is_none).collect();
             assert_eq!(measured.iter().filter(|&&m| m).count(), 2, "{run:?}");
         }
+    }
+
+    #[test]
+    fn partial_runs_are_scored_on_the_cells_they_measured() {
+        let (model, _) = fit(&test_data::standard(), &options()).expect("fits");
+        let other = test_data::dataset(&["flat-c", "scales-c", "hates-c"], 3);
+        let whole = check(&model, &other).expect("checks");
+        // As production measures: the baseline, the probe and one other placement; one
+        // run lacks its probe.
+        let placements = &model.placements();
+        let predicted: Vec<&str> = placements
+            .iter()
+            .map(|p| p.id.as_str())
+            .filter(|id| *id != model.baseline() && *id != model.probe())
+            .collect();
+        let (kept, dropped) = (predicted[0], predicted[1]);
+        let records = other
+            .records()
+            .iter()
+            .filter(|r| r.placement != dropped)
+            .filter(|r| !(r.workload == "hates-c-2" && r.placement == model.probe()))
+            .cloned()
+            .map(|mut r| {
+                r.partial = true;
+                r
+            })
+            .collect();
+        let production = Dataset::from_parts(other.header().clone(), records).expect("valid");
+        let report = check(&model, &production).expect("checks");
+        assert_eq!(report.partial_runs, 9);
+        assert_eq!(report.partial_skipped, 1);
+        assert_eq!(report.runs.len(), 8);
+        let column = |id: &str| placements.iter().position(|p| p.id == id).expect("known");
+        for run in &report.runs {
+            let same = whole
+                .runs
+                .iter()
+                .find(|w| w.row == run.row)
+                .expect("the run checked whole");
+            assert_eq!(run.errors[column(kept)], same.errors[column(kept)]);
+            assert_eq!(
+                run.errors[column(dropped)],
+                None,
+                "not measured: not scored"
+            );
+        }
+        assert_eq!(report.overall().expect("cells").cells, 8);
     }
 
     #[test]

@@ -2,12 +2,17 @@
 //! placement). The format is documented in `docs/models.md`; this module reads, validates and
 //! writes it, and every problem it finds names the file and line.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::resources::ClassResources;
 use serde::{Deserialize, Deserializer, Serialize};
+pub use validate::MAX_NAME;
+use validate::{check_resources, validate};
+
+pub mod merge;
+mod validate;
 
 /// Version of the training-data format written in every header line.
 pub const DATA_FORMAT_VERSION: u32 = 1;
@@ -117,6 +122,108 @@ pub struct RunRecord {
     /// (`null`). Fitting leaves out every run with such a record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unusable: Option<String>,
+    /// A production run: the daemon measures a container only where its decisions take it
+    /// (baseline, probe, a third measurement, where it settled), so the run lacks the other
+    /// placements. Validation accepts a run missing placements only when its records say
+    /// so; fitting a model of whole vectors leaves such runs out.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
+    /// What the value measures (the container's metric source as configured, e.g.
+    /// `prometheus http://…#requests_total`): two runs of a workload compare only on one metric.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metric: Option<String>,
+    /// The container's labels as the daemon saw them (production data only).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// The host that measured (its host name), kept when files of several hosts of a class
+    /// are merged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+}
+
+impl RunRecord {
+    /// A usable record of run 0 with no counters: the one place every producer of records
+    /// (the collector, the simulator, the daemon, tests) builds them, so a field added to
+    /// the format is filled in once.
+    pub fn new(
+        fingerprint: &str,
+        v: u32,
+        family: &str,
+        workload: &str,
+        placement: &str,
+        performance: Measurement,
+        provenance: Provenance,
+    ) -> Self {
+        Self {
+            fingerprint: fingerprint.to_owned(),
+            v,
+            workload: workload.to_owned(),
+            family: family.to_owned(),
+            run: 0,
+            placement: placement.to_owned(),
+            performance,
+            counters: BTreeMap::new(),
+            provenance,
+            unusable: None,
+            partial: false,
+            metric: None,
+            labels: BTreeMap::new(),
+            host: None,
+        }
+    }
+
+    /// A SIMULATED cell: `value` ops/s over 3 repetitions with a spread of 1 (tests and
+    /// simulators set another with [`RunRecord::with_spread`]).
+    pub fn simulated(
+        fingerprint: &str,
+        v: u32,
+        family: &str,
+        workload: &str,
+        placement: &str,
+        value: f64,
+    ) -> Self {
+        let performance = Measurement {
+            value,
+            unit: "ops/s".into(),
+            repetitions: 3,
+            spread: 1.0,
+        };
+        Self::new(
+            fingerprint,
+            v,
+            family,
+            workload,
+            placement,
+            performance,
+            Provenance::Simulated,
+        )
+    }
+
+    /// The record with these counters.
+    pub fn with_counters(mut self, counters: BTreeMap<String, f64>) -> Self {
+        self.counters = counters;
+        self
+    }
+
+    /// The record with this spread (half-width of the interval, in its unit).
+    pub fn with_spread(mut self, spread: f64) -> Self {
+        self.performance.spread = spread;
+        self
+    }
+
+    /// The record of another run of its workload.
+    pub fn with_run(mut self, run: u32) -> Self {
+        self.run = run;
+        self
+    }
+
+    /// The record marked unusable, with no number, for `reason`.
+    pub fn unusable_because(mut self, reason: &str) -> Self {
+        self.performance.value = f64::NAN;
+        self.performance.spread = f64::NAN;
+        self.unusable = Some(reason.to_owned());
+        self
+    }
 }
 
 /// serde_json writes NaN and infinities as `null`; read them back as NaN so validation can say
@@ -320,6 +427,8 @@ pub struct Dataset {
     records: Vec<RunRecord>,
     provenance: Provenance,
     superseded: usize,
+    /// The (workload, run) of every partial run.
+    partial: BTreeSet<(String, u32)>,
 }
 
 impl Dataset {
@@ -436,11 +545,23 @@ impl Dataset {
     }
 
     /// Whether every record of this workload run is usable: a run with one unusable
-    /// placement has no complete performance vector, so fitting leaves it out.
+    /// placement, or a partial run, has no complete performance vector, so fitting of whole
+    /// vectors leaves it out.
     pub fn run_is_usable(&self, workload: &str, run: u32) -> bool {
-        !self
-            .unusable()
-            .any(|r| r.workload == workload && r.run == run)
+        !self.run_is_partial(workload, run)
+            && !self
+                .unusable()
+                .any(|r| r.workload == workload && r.run == run)
+    }
+
+    /// Whether any record of this workload run marks it partial (production data).
+    pub fn run_is_partial(&self, workload: &str, run: u32) -> bool {
+        self.partial.contains(&(workload.to_owned(), run))
+    }
+
+    /// How many partial runs the data has.
+    pub fn partial_runs(&self) -> usize {
+        self.partial.len()
     }
 }
 
@@ -461,293 +582,6 @@ pub fn line(line: &LineRef<'_>) -> Result<Vec<u8>, serde_json::Error> {
     let mut bytes = serde_json::to_vec(line)?;
     bytes.push(b'\n');
     Ok(bytes)
-}
-
-fn validate(lines: Vec<(usize, Line)>) -> Result<Dataset, (usize, Problem)> {
-    let mut lines = lines.into_iter();
-    let Some((header_line, first)) = lines.next() else {
-        return Err((0, Problem::Empty));
-    };
-    let Line::Machine(header) = first else {
-        return Err((header_line, Problem::MissingHeader));
-    };
-    check_header(&header).map_err(|p| (header_line, p))?;
-    let known: HashSet<&str> = header.placements.iter().map(|p| p.id.as_str()).collect();
-
-    let mut provenance = None;
-    let mut families: HashMap<String, String> = HashMap::new();
-    // (workload, run) -> (first line, placement -> the kept record)
-    let mut runs: BTreeMap<(String, u32), (usize, HashMap<String, Kept>)> = BTreeMap::new();
-    let mut records: Vec<RunRecord> = Vec::new();
-    let mut superseded = 0;
-    let mut resources: Option<(usize, ClassResources)> = None;
-    for (line, parsed) in lines {
-        let record = match parsed {
-            Line::Machine(_) => {
-                return Err((
-                    line,
-                    Problem::DuplicateHeader {
-                        first_line: header_line,
-                    },
-                ));
-            }
-            Line::Resources(r) => {
-                if let Some((first_line, _)) = resources {
-                    return Err((line, Problem::DuplicateResources { first_line }));
-                }
-                check_resources(&header, &r).map_err(|p| (line, p))?;
-                resources = Some((line, r));
-                continue;
-            }
-            Line::Run(r) => r,
-        };
-        check_record(&header, &known, &record).map_err(|p| (line, p))?;
-        match provenance {
-            None => provenance = Some(record.provenance),
-            Some(expected) if expected != record.provenance => {
-                return Err((
-                    line,
-                    Problem::MixedProvenance {
-                        expected,
-                        found: record.provenance,
-                    },
-                ));
-            }
-            Some(_) => {}
-        }
-        if let Some(first) = families.get(&record.workload) {
-            if *first != record.family {
-                return Err((
-                    line,
-                    Problem::FamilyConflict {
-                        workload: record.workload.clone(),
-                        first: first.clone(),
-                        found: record.family.clone(),
-                    },
-                ));
-            }
-        } else {
-            families.insert(record.workload.clone(), record.family.clone());
-        }
-        let (_, seen) = runs
-            .entry((record.workload.clone(), record.run))
-            .or_insert_with(|| (line, HashMap::new()));
-        let usable = record.unusable.is_none();
-        match seen.get_mut(&record.placement) {
-            None => {
-                seen.insert(
-                    record.placement.clone(),
-                    Kept {
-                        line,
-                        index: records.len(),
-                        usable,
-                    },
-                );
-                records.push(record);
-            }
-            Some(kept) if kept.usable && usable => {
-                return Err((
-                    line,
-                    Problem::DuplicateMeasurement {
-                        workload: record.workload.clone(),
-                        run: record.run,
-                        placement: record.placement.clone(),
-                        first_line: kept.line,
-                    },
-                ));
-            }
-            // An unusable attempt after a usable one adds nothing.
-            Some(kept) if kept.usable => superseded += 1,
-            Some(kept) => {
-                kept.line = line;
-                kept.usable = usable;
-                records[kept.index] = record;
-                superseded += 1;
-            }
-        }
-    }
-    let Some(provenance) = provenance else {
-        return Err((header_line, Problem::NoRuns));
-    };
-    // Report the incomplete run that appears first in the file.
-    let incomplete = runs
-        .iter()
-        .filter(|(_, (_, seen))| seen.len() < header.placements.len())
-        .min_by_key(|(_, (first_line, _))| *first_line);
-    if let Some(((workload, run), (first_line, seen))) = incomplete {
-        let missing = header
-            .placements
-            .iter()
-            .filter(|p| !seen.contains_key(&p.id))
-            .map(|p| p.id.clone())
-            .collect();
-        return Err((
-            *first_line,
-            Problem::MissingPlacements {
-                workload: workload.clone(),
-                run: *run,
-                missing,
-            },
-        ));
-    }
-    Ok(Dataset {
-        header,
-        resources: resources.map(|(_, r)| r),
-        records,
-        provenance,
-        superseded,
-    })
-}
-
-fn check_resources(header: &MachineHeader, r: &ClassResources) -> Result<(), Problem> {
-    let ids: Vec<&str> = header.placements.iter().map(|p| p.id.as_str()).collect();
-    Ok(r.check(&ids)?)
-}
-
-/// The record kept for one key while validating: where it came from and whether it is usable.
-struct Kept {
-    line: usize,
-    index: usize,
-    usable: bool,
-}
-
-/// The longest name or text a record may hold: every other problem quotes these, and a
-/// message must stay a line.
-pub const MAX_NAME: usize = 200;
-
-fn check_names<'a>(
-    names: impl IntoIterator<Item = (&'static str, &'a str)>,
-) -> Result<(), Problem> {
-    for (field, value) in names {
-        let length = value.chars().count();
-        if length > MAX_NAME {
-            return Err(Problem::TooLong {
-                field,
-                start: crate::json_error::clip(value, 40),
-                length,
-            });
-        }
-    }
-    Ok(())
-}
-
-fn check_header(header: &MachineHeader) -> Result<(), Problem> {
-    if header.version != DATA_FORMAT_VERSION {
-        return Err(Problem::UnsupportedVersion {
-            found: header.version,
-            supported: DATA_FORMAT_VERSION,
-        });
-    }
-    let bad = |reason: String| Err(Problem::BadHeader { reason });
-    let names = std::iter::once(("fingerprint", header.fingerprint.as_str()))
-        .chain(header.concerns.iter().map(|c| ("concern", c.as_str())))
-        .chain(
-            header
-                .placements
-                .iter()
-                .map(|p| ("placement id", p.id.as_str())),
-        );
-    check_names(names)?;
-    if header.v == 0 {
-        return bad("v must be at least 1".into());
-    }
-    // One placement is valid data (a one-node host); fitting refuses it, not reading.
-    if header.placements.is_empty() {
-        return bad("no placements".into());
-    }
-    let mut ids = BTreeSet::new();
-    for p in &header.placements {
-        if !ids.insert(p.id.as_str()) {
-            return bad(format!("placement {:?} listed twice", p.id));
-        }
-        if p.scores.len() != header.concerns.len() {
-            return bad(format!(
-                "placement {:?} has {} scores for {} concerns",
-                p.id,
-                p.scores.len(),
-                header.concerns.len()
-            ));
-        }
-        if p.scores.iter().any(|s| !s.is_finite()) {
-            return bad(format!(
-                "placement {:?} has a score that is not a number",
-                p.id
-            ));
-        }
-    }
-    Ok(())
-}
-
-fn check_record(
-    header: &MachineHeader,
-    known: &HashSet<&str>,
-    record: &RunRecord,
-) -> Result<(), Problem> {
-    let names = [
-        ("fingerprint", record.fingerprint.as_str()),
-        ("workload", record.workload.as_str()),
-        ("family", record.family.as_str()),
-        ("placement", record.placement.as_str()),
-        ("unit", record.performance.unit.as_str()),
-    ]
-    .into_iter()
-    .chain(record.counters.keys().map(|k| ("counter", k.as_str())))
-    .chain(record.unusable.iter().map(|u| ("unusable", u.as_str())));
-    check_names(names)?;
-    if record.fingerprint != header.fingerprint {
-        return Err(Problem::MixedMachineClass {
-            expected: header.fingerprint.clone(),
-            found: record.fingerprint.clone(),
-        });
-    }
-    if record.v != header.v {
-        return Err(Problem::MixedV {
-            expected: header.v,
-            found: record.v,
-        });
-    }
-    if !known.contains(record.placement.as_str()) {
-        return Err(Problem::UnknownPlacement {
-            id: record.placement.clone(),
-        });
-    }
-    let invalid = |field: &str, value: f64, expected| Problem::InvalidValue {
-        field: field.to_owned(),
-        value,
-        expected,
-    };
-    let perf = &record.performance;
-    if record.unusable.is_some() {
-        // Recorded so that a resumed collection does not measure it again; no value to check.
-        return Ok(());
-    }
-    if !(perf.value.is_finite() && perf.value > 0.0) {
-        return Err(invalid("performance.value", perf.value, "finite and > 0"));
-    }
-    if !(perf.spread.is_finite() && perf.spread >= 0.0) {
-        return Err(invalid(
-            "performance.spread",
-            perf.spread,
-            "finite and >= 0",
-        ));
-    }
-    if perf.repetitions == 0 {
-        return Err(invalid(
-            "performance.repetitions",
-            f64::from(perf.repetitions),
-            ">= 1",
-        ));
-    }
-    for (name, &value) in &record.counters {
-        if !(value.is_finite() && value >= 0.0) {
-            return Err(invalid(
-                &format!("counters.{name}"),
-                value,
-                "finite and >= 0",
-            ));
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -4,7 +4,8 @@
 //!
 //! # Layout
 //!
-//! - [`data`]: the training-data format (JSON lines) and its validation.
+//! - [`data`]: the training-data format (JSON lines), its validation, and merging the
+//!   files of several hosts of one class ([`data::merge`]).
 //! - [`features`]: observations and the features made from them, the same for training and
 //!   prediction.
 //! - [`forest`]: the joint multi-output random-forest regressor, behind linfa's traits.
@@ -12,7 +13,10 @@
 //! - [`accuracy`]: absolute percentage errors, mean and worst.
 //! - [`gate`]: the accuracy gate a model must pass to move containers.
 //! - [`interval`]: prediction intervals calibrated on the held-out folds (conformal).
-//! - [`check`]: a fitted model applied to data it was not trained on.
+//! - [`check`]: a fitted model applied to data it was not trained on, partial production
+//!   runs scored on the cells they measured.
+//! - [`impute`]: partial production runs completed by a model, so a forest of whole vectors
+//!   learns from them.
 //! - [`live`]: decisions checked against what happened afterwards, and the live gate.
 //! - [`categories`]: k-means categories, the category tree (linfa-trees), the iterative
 //!   method (algorithm 4), novelty.
@@ -61,6 +65,7 @@ pub mod features;
 pub mod forest;
 pub mod gate;
 pub mod hold_out;
+pub mod impute;
 pub mod interval;
 pub mod json_error;
 pub mod live;

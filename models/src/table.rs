@@ -48,8 +48,11 @@ impl PerformanceTable {
         let mut row_of: HashMap<(&str, u32), usize> = HashMap::new();
         let mut rows = Vec::new();
         let mut observations: Vec<Vec<Observation>> = Vec::new();
+        // Runs without a whole vector: one unusable cell, or a partial (production) run.
         let left_out: BTreeSet<(&str, u32)> = data
-            .unusable()
+            .records()
+            .iter()
+            .filter(|r| r.unusable.is_some() || r.partial)
             .map(|r| (r.workload.as_str(), r.run))
             .collect();
         for r in data.records() {

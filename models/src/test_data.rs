@@ -2,9 +2,7 @@
 //! families of three behaviours, each behaviour shared by two families so that leaving one
 //! family out still leaves its sibling to learn from.
 
-use crate::data::{
-    DATA_FORMAT_VERSION, Dataset, MachineHeader, Measurement, PlacementInfo, Provenance, RunRecord,
-};
+use crate::data::{DATA_FORMAT_VERSION, Dataset, MachineHeader, PlacementInfo, RunRecord};
 
 pub(crate) const FINGERPRINT: &str = "test-machine";
 pub(crate) const V: u32 = 4;
@@ -43,23 +41,18 @@ pub(crate) fn dataset(families: &[&str], per_family: usize) -> Dataset {
             for (p, rel) in placements.iter().zip(vector(kind, j)) {
                 let mut counters = std::collections::BTreeMap::new();
                 counters.insert("ipc".to_owned(), 1.0 + rel / 10.0);
-                records.push(RunRecord {
-                    fingerprint: FINGERPRINT.into(),
-                    v: V,
-                    workload: format!("{family}-{w}"),
-                    family: (*family).to_owned(),
-                    run: 0,
-                    placement: p.id.clone(),
-                    performance: Measurement {
-                        value: base * rel,
-                        unit: "ops/s".into(),
-                        repetitions: 3,
-                        spread: base * rel * 0.005,
-                    },
-                    counters,
-                    provenance: Provenance::Simulated,
-                    unusable: None,
-                });
+                records.push(
+                    RunRecord::simulated(
+                        FINGERPRINT,
+                        V,
+                        family,
+                        &format!("{family}-{w}"),
+                        &p.id,
+                        base * rel,
+                    )
+                    .with_spread(base * rel * 0.005)
+                    .with_counters(counters),
+                );
             }
         }
     }
@@ -163,23 +156,14 @@ pub(crate) fn class(nodes: u32) -> Dataset {
                     "hates" => 1.0 - (0.1 + j) * smt,
                     _ => 1.0 + 0.5 * j * share,
                 };
-                records.push(RunRecord {
-                    fingerprint: fingerprint.clone(),
-                    v: 8,
-                    workload: format!("{family}-{w}"),
-                    family: family.to_owned(),
-                    run: 0,
-                    placement: p.id.clone(),
-                    performance: Measurement {
-                        value: 1000.0 * rel,
-                        unit: "ops/s".into(),
-                        repetitions: 3,
-                        spread: 1.0,
-                    },
-                    counters: Default::default(),
-                    provenance: Provenance::Simulated,
-                    unusable: None,
-                });
+                records.push(RunRecord::simulated(
+                    &fingerprint,
+                    8,
+                    family,
+                    &format!("{family}-{w}"),
+                    &p.id,
+                    1000.0 * rel,
+                ));
             }
         }
     }

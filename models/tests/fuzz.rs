@@ -6,9 +6,7 @@ use crate::harness as fuzz;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use placed_models::data::{
-    DATA_FORMAT_VERSION, Dataset, MachineHeader, Measurement, PlacementInfo, Provenance, RunRecord,
-};
+use placed_models::data::{DATA_FORMAT_VERSION, Dataset, MachineHeader, PlacementInfo, RunRecord};
 use placed_models::features::Observation;
 use placed_models::forest::ForestParams;
 use placed_models::model::Model;
@@ -45,23 +43,18 @@ fn dataset() -> Dataset {
             let base = 1000.0 + 37.0 * f64::from(w);
             for (p, rel) in placements.iter().zip(shape) {
                 let jitter = 1.0 + 0.01 * f64::from(w);
-                records.push(RunRecord {
-                    fingerprint: "fuzz-machine".into(),
-                    v: 4,
-                    workload: format!("{family}-{w}"),
-                    family: family.to_owned(),
-                    run: 0,
-                    placement: p.id.clone(),
-                    performance: Measurement {
-                        value: base * rel * jitter,
-                        unit: "ops/s".into(),
-                        repetitions: 3,
-                        spread: base * 0.005,
-                    },
-                    counters: BTreeMap::from([("ipc".to_owned(), rel)]),
-                    provenance: Provenance::Simulated,
-                    unusable: (family == "flat-b" && w == 2).then(|| "too noisy".to_owned()),
-                });
+                let mut record = RunRecord::simulated(
+                    "fuzz-machine",
+                    4,
+                    family,
+                    &format!("{family}-{w}"),
+                    &p.id,
+                    base * rel * jitter,
+                )
+                .with_spread(base * 0.005)
+                .with_counters(BTreeMap::from([("ipc".to_owned(), rel)]));
+                record.unusable = (family == "flat-b" && w == 2).then(|| "too noisy".to_owned());
+                records.push(record);
             }
         }
     }

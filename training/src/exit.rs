@@ -70,6 +70,23 @@ fn known(e: &(dyn Error + 'static)) -> Option<Exit> {
             return Some(Exit::BadInput);
         }
     }
+    // A challenger no better than the installed model: a clean "no", with the figures.
+    if e.is::<crate::cli::production::NotBetter>() {
+        return Some(Exit::No);
+    }
+    if let Some(placed_models::impute::ImputeError::OtherMachine { .. }) =
+        e.downcast_ref::<placed_models::impute::ImputeError>()
+    {
+        // Production data of another class or size than --data: the request is wrong.
+        return Some(Exit::BadInput);
+    }
+    if let Some(m) = e.downcast_ref::<placed_models::data::merge::MergeError>() {
+        return match m {
+            placed_models::data::merge::MergeError::Data(d) => data(d),
+            // Files that do not belong together: the request is wrong.
+            _ => Some(Exit::BadInput),
+        };
+    }
     if let Some(c) = e.downcast_ref::<placed_models::check::CheckError>() {
         // Data of another machine, or without the model's placements.
         if !matches!(c, placed_models::check::CheckError::Predict { .. }) {

@@ -61,7 +61,7 @@ impl Save for Dataset {
     }
 }
 
-fn write_model_file(
+pub(crate) fn write_model_file(
     path: &Path,
     text: Result<String, serde_json::Error>,
 ) -> Result<(), ModelFileError> {

@@ -750,3 +750,170 @@ fn a_data_file_that_is_not_utf8_exits_2_naming_it_and_where() {
         );
     }
 }
+
+fn simulate_to(dir: &Path, out: &str, vcpus: &str, noise: &str, seed: &str) {
+    let sim = placed_train(
+        &[
+            "simulate",
+            "--synthetic",
+            TOPOLOGY,
+            "--vcpus",
+            vcpus,
+            "--families",
+            "8",
+            "--workloads-per-family",
+            "3",
+            "--noise",
+            noise,
+            "--seed",
+            seed,
+            "--out",
+            out,
+        ],
+        dir,
+    );
+    assert!(sim.status.success());
+}
+
+#[test]
+fn a_challenger_replaces_the_installed_model_only_when_it_is_better() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    simulate_to(dir.path(), "data.jsonl", "8", "0.01", "0");
+    assert!(fit(dir.path(), &["--accept-inaccurate"]).status.success());
+    // A model of data too noisy to learn from, and held-out data neither was trained on.
+    simulate_to(dir.path(), "noisy.jsonl", "8", "3.0", "3");
+    let mut args = vec!["fit", "--data", "noisy.jsonl", "--out", "noisy.json"];
+    args.extend(FAST);
+    args.push("--accept-inaccurate");
+    assert!(placed_train(&args, dir.path()).status.success());
+    simulate_to(dir.path(), "held.jsonl", "8", "0.01", "7");
+    let installed = std::fs::read(dir.path().join("model.json")).expect("the model");
+
+    let refused = placed_train(
+        &[
+            "challenge",
+            "--challenger",
+            "noisy.json",
+            "--champion",
+            "model.json",
+            "--data",
+            "held.jsonl",
+            "--install",
+        ],
+        dir.path(),
+    );
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    let text = stdout(&refused);
+    assert!(
+        text.contains("challenger") && text.contains("% mean"),
+        "{text}"
+    );
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("does not beat the installed"), "{err}");
+    assert_eq!(
+        std::fs::read(dir.path().join("model.json")).expect("the model"),
+        installed,
+        "a worse challenger must not be installed"
+    );
+
+    let better = placed_train(
+        &[
+            "challenge",
+            "--challenger",
+            "model.json",
+            "--champion",
+            "noisy.json",
+            "--data",
+            "held.jsonl",
+            "--install",
+        ],
+        dir.path(),
+    );
+    assert!(better.status.success(), "{better:?}");
+    assert_eq!(
+        std::fs::read(dir.path().join("noisy.json")).expect("replaced"),
+        installed
+    );
+}
+
+#[test]
+fn merge_drops_what_it_has_seen_and_refuses_another_size() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    simulate_to(dir.path(), "a.jsonl", "8", "0.01", "0");
+    simulate_to(dir.path(), "four.jsonl", "4", "0.01", "0");
+    let out = placed_train(
+        &[
+            "merge", "--data", "a.jsonl", "--data", "a.jsonl", "--out", "m.jsonl",
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{out:?}");
+    let a = placed_models::Dataset::load(&dir.path().join("a.jsonl")).expect("a");
+    let m = placed_models::Dataset::load(&dir.path().join("m.jsonl")).expect("merged");
+    assert_eq!(m.records(), a.records());
+    assert!(
+        stdout(&out).contains(&format!("{} seen before dropped", a.records().len())),
+        "{}",
+        stdout(&out)
+    );
+    let other = placed_train(
+        &[
+            "merge",
+            "--data",
+            "a.jsonl",
+            "--data",
+            "four.jsonl",
+            "--out",
+            "m.jsonl",
+        ],
+        dir.path(),
+    );
+    assert_eq!(other.status.code(), Some(2), "{other:?}");
+    let err = String::from_utf8_lossy(&other.stderr);
+    assert!(err.contains("four.jsonl"), "{err}");
+}
+
+#[test]
+fn fit_learns_from_production_data_too() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    simulate_to(dir.path(), "data.jsonl", "8", "0.01", "0");
+    simulate_to(dir.path(), "other.jsonl", "8", "0.01", "7");
+    // The other collection as the daemon would keep it: every run marked partial.
+    let other = placed_models::Dataset::load(&dir.path().join("other.jsonl")).expect("other");
+    let runs = {
+        let mut w: Vec<(&str, u32)> = other
+            .records()
+            .iter()
+            .map(|r| (r.workload.as_str(), r.run))
+            .collect();
+        w.sort_unstable();
+        w.dedup();
+        w.len()
+    };
+    let records = other
+        .records()
+        .iter()
+        .cloned()
+        .map(|mut r| {
+            r.partial = true;
+            r
+        })
+        .collect();
+    let production =
+        placed_models::Dataset::from_parts(other.header().clone(), records).expect("valid");
+    std::fs::write(
+        dir.path().join("production.jsonl"),
+        production.to_jsonl().expect("encodes"),
+    )
+    .expect("writable");
+    let out = fit(
+        dir.path(),
+        &["--accept-inaccurate", "--production", "production.jsonl"],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let text = stdout(&out);
+    assert!(
+        text.contains(&format!("{runs} partial runs completed")),
+        "{text}"
+    );
+}

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use placed_models::data::{
-    DATA_FORMAT_VERSION, MachineHeader, Measurement, PlacementInfo, Provenance, RunRecord,
+    DATA_FORMAT_VERSION, MachineHeader, PlacementInfo, Provenance, RunRecord,
 };
 use placed_training::collect::DataFile;
 use placed_training::workloads::external;
@@ -77,23 +77,12 @@ fn header() -> MachineHeader {
 }
 
 fn record(workload: &str, placement: &str, unusable: bool) -> RunRecord {
-    RunRecord {
-        fingerprint: "fuzz-machine".into(),
-        v: 4,
-        workload: workload.into(),
-        family: "f".into(),
-        run: 0,
-        placement: placement.into(),
-        performance: Measurement {
-            value: 1234.5,
-            unit: "ops/s".into(),
-            repetitions: 3,
-            spread: 6.0,
-        },
-        counters: BTreeMap::from([("ipc".to_owned(), 1.25)]),
-        provenance: Provenance::Simulated,
-        unusable: unusable.then(|| "interval +/-40.0% after 3 tries".to_owned()),
-    }
+    let mut r = RunRecord::simulated("fuzz-machine", 4, "f", workload, placement, 1234.5)
+        .with_spread(6.0)
+        .with_counters(BTreeMap::from([("ipc".to_owned(), 1.25)]));
+    // The value stays: the fuzz seed keeps a number the validator must ignore.
+    r.unusable = unusable.then(|| "interval +/-40.0% after 3 tries".to_owned());
+    r
 }
 
 /// A data file as the collector leaves it part-way: the header and four records.

@@ -9,8 +9,8 @@
 //!   loop and calibration in a numa-vm guest; `support`: what both share.
 //! - `workloads`: the built-in workloads and the external tools, run for real.
 //! - `fuzz`: the fuzz targets over workload files and the collector's data file.
-//! - `policies`, `simulated_accuracy`, `simulated_coverage`: the models and policies on
-//!   simulated data.
+//! - `policies`, `simulated_accuracy`, `simulated_coverage`, `production_retrain`: the
+//!   models and policies on simulated data.
 //! - `harness` and `imports`: what the crates' test binaries share (tests/support): the
 //!   fuzz runner, and the reader of a crate's modules.
 
@@ -24,6 +24,7 @@ mod collect;
 mod fuzz;
 mod guest;
 mod policies;
+mod production_retrain;
 mod simulated_accuracy;
 mod simulated_coverage;
 mod support;

@@ -84,6 +84,8 @@ impl Crowd {
             host: self.kernel.host(),
             pmu: false,
             migration_hold: None,
+            // A fake host: what it measures is SIMULATED.
+            provenance: placed_models::Provenance::Simulated,
         };
         let daemon = Daemon::start(self.config.clone(), env, Arc::new(Metrics::default()))
             .await

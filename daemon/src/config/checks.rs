@@ -23,6 +23,7 @@ pub(super) fn problem(config: &Config) -> Option<String> {
         .or_else(|| grpc(&config.grpc))
         .or_else(|| observe(&config.observe))
         .or_else(|| config.protocol().err().map(|e| format!("[observe]: {e}")))
+        .or_else(|| config.production_data.problem())
 }
 
 /// `containers.cgroups`: each an absolute, normalised path below the root. `""` or `"/"`

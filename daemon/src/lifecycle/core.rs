@@ -24,6 +24,7 @@ use super::live::Live;
 use super::models::ModelLibrary;
 use super::node::Node;
 use super::persistence::Persistence;
+use super::production::Production;
 use super::reservations::Reservations;
 use super::settings::Settings;
 use super::telemetry::Telemetry;
@@ -39,6 +40,8 @@ pub(crate) struct Core {
     pub models: ModelLibrary,
     /// Every model's decisions checked against what happened, and its live gate.
     pub live: Live,
+    /// What the daemon measures of managed containers, kept as training data.
+    pub production: Production,
     /// Cancelled at shutdown: every task and check stops at its next await.
     pub cancel: CancellationToken,
     /// Every task the daemon starts, waited for at shutdown.
@@ -71,6 +74,12 @@ impl Core {
             .on_host(env.machine.clone());
         let store = StateStore::new(config.daemon.state_file.clone());
         let events = Events::with_history(config.grpc.watch_history);
+        let production = Production::new(
+            &config.daemon.state_file,
+            env.provenance,
+            env.host.kernel().files().proc("sys/kernel/hostname").ok(),
+            metrics.clone(),
+        );
         Ok(Arc::new(Self {
             settings: Settings::new(config)?,
             node: Node::new(env.machine, env.host, env.pmu, env.migration_hold),
@@ -80,6 +89,7 @@ impl Core {
             telemetry: Telemetry::new(events, metrics),
             models,
             live: Live::new(placed_models::live::LiveGate::default()),
+            production,
             cancel: CancellationToken::new(),
             tasks: TaskTracker::new(),
             started: Instant::now(),

@@ -60,6 +60,9 @@ pub struct Environment {
     pub pmu: bool,
     /// Tests only: where migrations wait ([`HoldPoint`]).
     pub migration_hold: Option<HoldPoint>,
+    /// What the daemon's measurements are, as its production data says: real hardware or a
+    /// virtual machine here ([`placed_host::virt`]), simulated on a fake host.
+    pub provenance: placed_models::Provenance,
 }
 
 impl Environment {
@@ -86,11 +89,19 @@ impl Environment {
                 "{HOLD_ENV} is set: migrations wait after their first chunk while that file exists (a test hook)"
             );
         }
+        let virt = placed_host::virt::detect();
+        let provenance = if virt.virtual_machine {
+            placed_models::Provenance::VirtualMachine
+        } else {
+            placed_models::Provenance::Real
+        };
+        tracing::info!(%provenance, evidence = %virt.evidence, "what the daemon's measurements are");
         Ok(Self {
             machine,
             host,
             pmu: placed_host::observe::perf::probe_pmu().is_ok(),
             migration_hold,
+            provenance,
         })
     }
 }

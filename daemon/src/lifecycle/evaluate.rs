@@ -113,6 +113,9 @@ impl Handle {
         let prediction = prediction_record(
             &loaded, rec.vcpus, &measured, &predicted, warnings, below_gate,
         );
+        for (placement, m) in &measured {
+            self.keep_measurement(set, &rec, prediction.unix_ms, placement, m);
+        }
         let stored = self.with(|e| e.store_prediction(prediction.clone(), generation))?;
         if !stored {
             tracing::info!(container = %rec.name, vcpus = rec.vcpus, "settings changed during the evaluation: its prediction is discarded");
@@ -310,6 +313,7 @@ impl Handle {
         self.move_to(&target, &Mode::Kernel, Journal::EachMove)
             .await?;
         let m = source.measure_here(self, &self.record()?).await?;
+        self.keep_measurement(set, &rec, prediction.unix_ms, &which.placement, &m);
         let relative = m.estimate.value / baseline;
         prediction
             .observations

@@ -29,6 +29,8 @@
 //! - `telemetry`: events and metrics.
 //! - `models`: the model files, by machine class and vCPU count.
 //! - `live`: every model's decisions checked against what happened, and its live gate.
+//! - `production`: every measurement of a managed container kept as training data, one
+//!   bounded file per machine class and size.
 //! - `reservations`: units held for containers not started yet, until claimed or expired.
 //! - `core`: the rooms put together, and what spans them (a save, forgetting a container).
 //!
@@ -41,6 +43,7 @@
 //! - `decide`: applying a policy: what it chooses, and the move when it pays or is ordered.
 //! - `overrides`: its cpuset checked against what placed enacted, and a difference handled.
 //! - `outcome`: a decision checked against the watch measurement after it.
+//! - `keep`: a measurement of the container kept as production data.
 //! - `settle`: what an interrupted move or prediction left, settled.
 //! - `task`: its lifecycle's state machine.
 //! - `register`: taking it under management and starting its task (on its reservation's
@@ -77,6 +80,7 @@ mod handle;
 mod inflight;
 mod inotify;
 mod joint;
+mod keep;
 pub mod labels;
 mod live;
 mod measure;
@@ -87,6 +91,7 @@ mod node;
 mod outcome;
 mod overrides;
 mod persistence;
+mod production;
 mod reconcile;
 mod register;
 mod requests;
@@ -105,6 +110,7 @@ pub use error::DaemonError;
 pub use events::{Event, EventKind};
 pub use live::ModelLive;
 pub use models::{LoadedClassesModel, LoadedModel, LoadedSizesModel};
+pub use production::{FAMILY_LABEL, WORKLOAD_LABEL};
 pub use requests::{
     ContainerView, ManageRequest, PlaceOutcome, PlaceTarget, Recommendation, StatusView,
 };

@@ -377,11 +377,9 @@ fn placement_infos(set: &PlacementSet) -> Vec<PlacementInfo> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use placed_models::data::{
-        DATA_FORMAT_VERSION, MachineHeader, Measurement, PlacementInfo, RunRecord,
-    };
+    use placed_models::data::{DATA_FORMAT_VERSION, MachineHeader, PlacementInfo, RunRecord};
     use placed_models::forest::ForestParams;
-    use placed_models::{ClassesModel, Dataset, Model, Provenance, TrainOptions};
+    use placed_models::{ClassesModel, Dataset, Model, TrainOptions};
 
     const FINGERPRINT: &str = "mc1-test";
     const V: u32 = 4;
@@ -417,26 +415,13 @@ mod tests {
                     [1.0, 1.0 - scale / 2.0 - j, 1.0 - scale - j]
                 };
                 for (p, r) in placements.iter().zip(rel) {
-                    records.push(RunRecord {
-                        fingerprint: FINGERPRINT.into(),
-                        v: V,
-                        workload: format!("{family}-{w}"),
-                        family: family.into(),
-                        run: 0,
-                        placement: p.id.clone(),
-                        performance: Measurement {
-                            value: 1000.0 * r,
-                            unit: "ops/s".into(),
-                            repetitions: 3,
-                            spread: 1.0,
-                        },
-                        counters: if counters {
-                            [("ipc".to_owned(), r)].into_iter().collect()
-                        } else {
-                            Default::default()
-                        },
-                        provenance: Provenance::Simulated,
-                        unusable: None,
+                    let workload = format!("{family}-{w}");
+                    let record =
+                        RunRecord::simulated(FINGERPRINT, V, family, &workload, &p.id, 1000.0 * r);
+                    records.push(if counters {
+                        record.with_counters([("ipc".to_owned(), r)].into_iter().collect())
+                    } else {
+                        record
                     });
                 }
             }
@@ -517,23 +502,14 @@ mod tests {
                     } else {
                         1.0 / (1.0 + (0.3 + j) * share)
                     };
-                    records.push(RunRecord {
-                        fingerprint: set.fingerprint.clone(),
+                    records.push(RunRecord::simulated(
+                        &set.fingerprint,
                         v,
-                        workload: format!("{family}-{w}"),
-                        family: family.into(),
-                        run: 0,
-                        placement: p.id.clone(),
-                        performance: Measurement {
-                            value: 1000.0 * rel,
-                            unit: "ops/s".into(),
-                            repetitions: 3,
-                            spread: 1.0,
-                        },
-                        counters: Default::default(),
-                        provenance: Provenance::Simulated,
-                        unusable: None,
-                    });
+                        family,
+                        &format!("{family}-{w}"),
+                        &p.id,
+                        1000.0 * rel,
+                    ));
                 }
             }
         }

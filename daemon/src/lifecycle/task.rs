@@ -284,6 +284,10 @@ async fn watch(
             return Ok(Next::Sleep(interval));
         }
     };
+    // Where the decision left it: the run's realized cell (kept once per run).
+    if let Ok(set) = handle.core.node.placements(rec.vcpus) {
+        handle.keep_measurement(&set, rec, prediction.unix_ms, &placement, &m);
+    }
     let Some(baseline) = prediction.baseline_interval() else {
         return Ok(Next::Sleep(interval));
     };

@@ -96,6 +96,10 @@ pub struct Metrics {
     pub per_container: Arc<containers::PerContainer>,
     /// Live accuracy per model.
     pub live: live::LiveMetrics,
+    /// Measurements kept as production data.
+    pub production_records: Counter,
+    /// Measurements production data failed to keep (a write error).
+    pub production_errors: Counter,
 }
 
 impl Default for Metrics {
@@ -187,6 +191,18 @@ impl Default for Metrics {
         );
         let live = live::LiveMetrics::default();
         live.register(registry);
+        let production_records = Counter::default();
+        let production_errors = Counter::default();
+        registry.register(
+            "production_data_records",
+            "Measurements of managed containers kept as production data",
+            production_records.clone(),
+        );
+        registry.register(
+            "production_data_errors",
+            "Measurements production data failed to keep (write errors; the log says the first)",
+            production_errors.clone(),
+        );
         for state in Lifecycle::ALL {
             let _zero = containers.get_or_create(&StateLabel {
                 state: state.name().into(),
@@ -213,6 +229,8 @@ impl Default for Metrics {
             cpuset_checks,
             per_container,
             live,
+            production_records,
+            production_errors,
         }
     }
 }

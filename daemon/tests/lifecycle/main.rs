@@ -18,6 +18,7 @@ mod layout;
 mod live;
 mod metric;
 mod nri;
+mod production;
 mod reconcile;
 mod settings;
 mod sharing;

@@ -33,11 +33,9 @@ use placed_host::cgroup::{CgroupPath, Version};
 use placed_host::fake::FakeKernel;
 use placed_host::migrate::HoldPoint;
 use placed_host::observe::SourceSpec;
-use placed_models::data::{
-    DATA_FORMAT_VERSION, MachineHeader, Measurement, PlacementInfo, RunRecord,
-};
+use placed_models::data::{DATA_FORMAT_VERSION, MachineHeader, PlacementInfo, RunRecord};
 use placed_models::forest::ForestParams;
-use placed_models::{Dataset, Model, Provenance, SizesModel, TrainOptions};
+use placed_models::{Dataset, Model, SizesModel, TrainOptions};
 use tokio::sync::broadcast::{Receiver, error::RecvError};
 use tokio::task::JoinHandle;
 
@@ -113,23 +111,14 @@ pub fn data(machine: &Machine, v: usize) -> Dataset {
                 } else {
                     (1.0 - step / 2.0 - j).max(0.2)
                 };
-                records.push(RunRecord {
-                    fingerprint: set.fingerprint.clone(),
-                    v: header.v,
-                    workload: format!("{family}-{w}"),
-                    family: family.into(),
-                    run: 0,
-                    placement: p.id.clone(),
-                    performance: Measurement {
-                        value: 1000.0 * rel,
-                        unit: "ops/s".into(),
-                        repetitions: 3,
-                        spread: 1.0,
-                    },
-                    counters: Default::default(),
-                    provenance: Provenance::Simulated,
-                    unusable: None,
-                });
+                records.push(RunRecord::simulated(
+                    &set.fingerprint,
+                    header.v,
+                    family,
+                    &format!("{family}-{w}"),
+                    &p.id,
+                    1000.0 * rel,
+                ));
             }
         }
     }
@@ -281,6 +270,8 @@ impl Scenario {
             host: self.kernel.host(),
             pmu: false,
             migration_hold: self.hold.clone(),
+            // A fake host: what it measures is SIMULATED.
+            provenance: placed_models::Provenance::Simulated,
         };
         let state_file = self.config.daemon.state_file.clone();
         let model_dir = self.config.daemon.model_dir.clone();
@@ -356,6 +347,8 @@ impl Running {
             host: self.kernel.host(),
             pmu: false,
             migration_hold: None,
+            // A fake host: what it measures is SIMULATED.
+            provenance: placed_models::Provenance::Simulated,
         };
         let metrics = Arc::new(Metrics::default());
         self.daemon = Daemon::start(self.config.clone(), env, metrics.clone())

@@ -49,6 +49,8 @@ pub fn environment(fake: &Arc<FakeKernel>) -> Environment {
         host: fake.host(),
         pmu: false,
         migration_hold: None,
+        // A fake host: what it measures is SIMULATED.
+        provenance: placed_models::Provenance::Simulated,
     }
 }
 

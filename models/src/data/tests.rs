@@ -398,3 +398,50 @@ fn the_resources_line_reads_back_and_is_checked() {
     let e = Dataset::from_jsonl(&wrong, Path::new("c.jsonl")).unwrap_err();
     assert!(e.to_string().contains("bad resources line"), "{e}");
 }
+
+/// A production record: the run's other placements were never measured.
+fn partial_run(workload: &str, placement: &str, value: &str) -> String {
+    run(workload, "p", placement, value).replace(
+        r#""provenance":"real""#,
+        r#""provenance":"real","partial":true,"metric":"pushed","host":"h1","labels":{"placed.io/family":"p"}"#,
+    )
+}
+
+#[test]
+fn a_partial_run_may_miss_placements_but_a_whole_run_may_not() {
+    let mut lines = good();
+    lines.push(partial_run("p1", "n2", "70"));
+    let data = parse(&lines).expect("a partial run is valid");
+    let p = data.records().last().expect("records");
+    assert!(p.partial && data.run_is_partial("p1", 0));
+    assert_eq!(p.host.as_deref(), Some("h1"));
+    assert_eq!(p.metric.as_deref(), Some("pushed"));
+    assert_eq!(
+        p.labels.get("placed.io/family").map(String::as_str),
+        Some("p")
+    );
+    // Left out of fitting whole vectors, the complete runs kept.
+    assert!(!data.run_is_usable("p1", 0));
+    assert!(data.run_is_usable("a1", 0));
+    // The same record unmarked is an incomplete run, refused as before.
+    lines.push(run("q1", "q", "n1", "70"));
+    assert!(matches!(
+        refused(&lines),
+        (7, Problem::MissingPlacements { .. })
+    ));
+}
+
+#[test]
+fn the_new_fields_round_trip_and_old_records_write_as_before() {
+    let mut lines = good();
+    lines.push(partial_run("p1", "n2", "70"));
+    let data = parse(&lines).expect("valid");
+    let text = String::from_utf8(data.to_jsonl().expect("encodes")).expect("utf8");
+    let back = Dataset::from_jsonl(&text, Path::new("back.jsonl")).expect("reads back");
+    assert_eq!(back.records(), data.records());
+    // A record of a whole run carries none of the production fields.
+    let first = text.lines().nth(1).expect("a run line");
+    for field in ["partial", "metric", "labels", "host"] {
+        assert!(!first.contains(field), "{first}");
+    }
+}

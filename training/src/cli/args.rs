@@ -65,6 +65,11 @@ pub enum Cli {
         /// Where to write the model file.
         #[arg(long)]
         out: PathBuf,
+        /// The daemon's production data of this class and size (repeat the flag): its
+        /// partial runs measured in the model's baseline and probe are completed by a model
+        /// fitted on --data and learned from too (docs/training.md, "Production data").
+        #[arg(long, value_name = "FILE")]
+        production: Vec<PathBuf>,
         #[command(flatten)]
         train: TrainFlags,
     },
@@ -96,6 +101,34 @@ pub enum Cli {
         /// Data to check it on (JSON lines, see docs/models.md).
         #[arg(long)]
         data: PathBuf,
+    },
+    /// Merge data files of one machine class and size (the production data of a fleet's
+    /// hosts): headers and provenance checked, records seen twice dropped, each record's host
+    /// kept (docs/models.md, "Production data").
+    Merge {
+        /// A data file (repeat the flag for each).
+        #[arg(long, required = true)]
+        data: Vec<PathBuf>,
+        /// Where to write the merged file.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Champion and challenger: check a retrained model and the installed one on held-out
+    /// production data; with --install the challenger replaces the installed file only when
+    /// its mean error is lower. Otherwise refused with the figures (exit status 1).
+    Challenge {
+        /// The retrained model file.
+        #[arg(long)]
+        challenger: PathBuf,
+        /// The installed model file.
+        #[arg(long)]
+        champion: PathBuf,
+        /// Production data neither model was trained on.
+        #[arg(long)]
+        data: PathBuf,
+        /// Replace the champion's file with the challenger's when it wins.
+        #[arg(long)]
+        install: bool,
     },
     /// One model across container sizes, measured: each size in turn predicted by a forest
     /// trained on the other sizes' data (placements described by their resources), against

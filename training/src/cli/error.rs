@@ -36,6 +36,11 @@ impl CliError {
         }
     }
 
+    /// A library's error, as it says itself.
+    pub fn failed(e: impl Into<Cause>) -> Self {
+        Self::Failed(e.into())
+    }
+
     /// The library's error inside, if any.
     pub fn cause(&self) -> Option<&(dyn Error + 'static)> {
         match self {
@@ -69,6 +74,8 @@ passed_on!(
     placed_models::data::DataError,
     placed_models::ModelFileError,
     placed_models::check::CheckError,
+    placed_models::data::merge::MergeError,
+    placed_models::impute::ImputeError,
     placed_models::hold_out::HoldOutError,
     placed_models::sizes::SizesError,
     placed_models::sizes_model::ForSizeError,

@@ -5,6 +5,7 @@
 //! - [`collect`]: `collect` and `train` for one size, and the collection summary.
 //! - [`sizes`]: `train` for several sizes, and `sizes`.
 //! - [`models`]: `fit`, `evaluate`, `check`, `policies` and `simulate`, on data files.
+//! - [`production`]: `merge` and `challenge`, on the daemon's production data.
 //! - [`classes`]: `classes simulate`, `classes evaluate` and `classes build`: the model
 //!   across machine classes.
 //! - [`workload`]: `workload list` and `workload run`, `calibrate`, and the man pages.
@@ -15,6 +16,7 @@ pub mod classes;
 pub mod collect;
 pub mod error;
 pub mod models;
+pub mod production;
 pub mod request;
 pub mod sizes;
 pub mod workload;
@@ -47,7 +49,12 @@ impl Request {
                 [v] => collect::train_one(*v, &collection, &model_dir, &fitting),
                 _ => sizes::train_sizes(&sizes, &collection, &model_dir, &fitting),
             },
-            Request::Fit { data, out, fitting } => models::fit_model(&data, &out, &fitting),
+            Request::Fit {
+                data,
+                out,
+                production,
+                fitting,
+            } => models::fit_model(&data, &out, &production, &fitting),
             Request::Evaluate {
                 data,
                 plots,
@@ -55,6 +62,13 @@ impl Request {
                 options,
             } => models::evaluate_data(&data, plots.as_deref(), &hold_out, &options),
             Request::Check { model, data } => models::check(&model, &data),
+            Request::Merge { data, out } => production::merge_data(&data, &out),
+            Request::Challenge {
+                challenger,
+                champion,
+                data,
+                install,
+            } => production::challenge(&challenger, &champion, &data, install),
             Request::Sizes {
                 data,
                 output,

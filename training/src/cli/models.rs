@@ -1,6 +1,6 @@
 //! The commands on collected data: `fit`, `evaluate`, `check`, `policies` and `simulate`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use placed_core::machine::Machine;
 use placed_core::placement::important_placements;
@@ -13,11 +13,18 @@ use crate::save::Save as _;
 use crate::simulate::{SimMachine, SimulationOptions, simulate};
 use crate::{pipeline, plot, policies, report};
 
-/// `placed-train fit`: a model from a data file, judged by the gate, written.
-pub fn fit_model(data: &Path, out: &Path, fitting: &Fitting) -> Result<(), CliError> {
+/// `placed-train fit`: a model from a data file (and the daemon's production data, when
+/// given), judged by the gate, written.
+pub fn fit_model(
+    data: &Path,
+    out: &Path,
+    production: &[PathBuf],
+    fitting: &Fitting,
+) -> Result<(), CliError> {
     let dataset = Dataset::load(data)?;
     print!("{}", report::left_out(&dataset));
     pipeline::usable_enough(&dataset, data)?;
+    let dataset = super::production::with_production(dataset, production, &fitting.options)?;
     let (model, _) =
         fit(&dataset, &fitting.options).map_err(|e| CliError::step("fitting the model", e))?;
     let model = fitting.acceptance.judge(model).inspect_err(print_refused)?;
@@ -63,7 +70,21 @@ pub fn evaluate_data(
 /// `placed-train check`: a fitted model on data it was not trained on.
 pub fn check(model: &Path, data: &Path) -> Result<(), CliError> {
     let dataset = Dataset::load(data)?;
-    let model: Box<dyn placed_models::Predictor> = match placed_models::ModelFile::load(model)? {
+    let model = load_predictor(model, &dataset, data)?;
+    print!("{}", report::left_out(&dataset));
+    let checked = placed_models::check::check(model.as_ref(), &dataset)?;
+    print!("{}", report::check_tables(&checked, model.as_ref()));
+    Ok(())
+}
+
+/// The model file at `model`, made ready for `dataset`'s (read from `data`) machine class
+/// and size as the daemon makes one ready for a container.
+pub fn load_predictor(
+    model: &Path,
+    dataset: &Dataset,
+    data: &Path,
+) -> Result<Box<dyn placed_models::Predictor>, CliError> {
+    Ok(match placed_models::ModelFile::load(model)? {
         placed_models::ModelFile::PerSize(m) => m,
         // Made ready for the data's size, as the daemon makes it ready for a container's.
         placed_models::ModelFile::AcrossSizes(m) => Box::new(
@@ -88,11 +109,7 @@ pub fn check(model: &Path, data: &Path) -> Result<(), CliError> {
                 )?,
             )
         }
-    };
-    print!("{}", report::left_out(&dataset));
-    let checked = placed_models::check::check(model.as_ref(), &dataset)?;
-    print!("{}", report::check_tables(&checked, model.as_ref()));
-    Ok(())
+    })
 }
 
 /// `placed-train policies`: the placement policies replayed on collected data.

@@ -38,6 +38,7 @@ pub enum Request {
     Fit {
         data: PathBuf,
         out: PathBuf,
+        production: Vec<PathBuf>,
         fitting: Fitting,
     },
     Evaluate {
@@ -49,6 +50,16 @@ pub enum Request {
     Check {
         model: PathBuf,
         data: PathBuf,
+    },
+    Merge {
+        data: Vec<PathBuf>,
+        out: PathBuf,
+    },
+    Challenge {
+        challenger: PathBuf,
+        champion: PathBuf,
+        data: PathBuf,
+        install: bool,
     },
     Sizes {
         data: Vec<PathBuf>,
@@ -199,9 +210,15 @@ impl Cli {
                 model_dir,
                 train,
             } => training(vcpus, collect, model_dir, &train)?,
-            Cli::Fit { data, out, train } => Request::Fit {
+            Cli::Fit {
                 data,
                 out,
+                production,
+                train,
+            } => Request::Fit {
+                data,
+                out,
+                production,
                 fitting: train.fitting()?,
             },
             Cli::Evaluate {
@@ -216,6 +233,18 @@ impl Cli {
                 options: train.options()?,
             },
             Cli::Check { model, data } => Request::Check { model, data },
+            Cli::Merge { data, out } => Request::Merge { data, out },
+            Cli::Challenge {
+                challenger,
+                champion,
+                data,
+                install,
+            } => Request::Challenge {
+                challenger,
+                champion,
+                data,
+                install,
+            },
             Cli::Sizes {
                 data,
                 out,

@@ -323,23 +323,21 @@ pub(crate) mod tests {
     }
 
     pub(crate) fn record(workload: &str, placement: &str) -> RunRecord {
-        RunRecord {
-            fingerprint: "mc1-test".into(),
-            v: 1,
-            workload: workload.into(),
-            family: "f".into(),
-            run: 0,
-            placement: placement.into(),
-            performance: Measurement {
-                value: 10.0,
-                unit: "ops/s".into(),
-                repetitions: 6,
-                spread: 0.5,
-            },
-            counters: Default::default(),
-            provenance: Provenance::VirtualMachine,
-            unusable: None,
-        }
+        let performance = Measurement {
+            value: 10.0,
+            unit: "ops/s".into(),
+            repetitions: 6,
+            spread: 0.5,
+        };
+        RunRecord::new(
+            "mc1-test",
+            1,
+            "f",
+            workload,
+            placement,
+            performance,
+            Provenance::VirtualMachine,
+        )
     }
 
     #[test]
@@ -374,11 +372,7 @@ pub(crate) mod tests {
     }
 
     pub(crate) fn unusable_record(workload: &str, placement: &str) -> RunRecord {
-        let mut r = record(workload, placement);
-        r.performance.value = f64::NAN;
-        r.performance.spread = f64::NAN;
-        r.unusable = Some("interval +/-40% wider than +/-10%".into());
-        r
+        record(workload, placement).unusable_because("interval +/-40% wider than +/-10%")
     }
 
     #[test]

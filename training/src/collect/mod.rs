@@ -478,23 +478,22 @@ fn blank_record(
     placement: &Placement,
     provenance: Provenance,
 ) -> RunRecord {
-    RunRecord {
-        fingerprint: header.fingerprint.clone(),
-        v: header.v,
-        workload: job.name().to_owned(),
-        family: job.family().to_owned(),
-        run,
-        placement: placement.id.clone(),
-        performance: Measurement {
-            value: f64::NAN,
-            unit: job.unit().to_owned(),
-            repetitions: 0,
-            spread: f64::NAN,
-        },
-        counters: Default::default(),
+    let performance = Measurement {
+        value: f64::NAN,
+        unit: job.unit().to_owned(),
+        repetitions: 0,
+        spread: f64::NAN,
+    };
+    RunRecord::new(
+        &header.fingerprint,
+        header.v,
+        job.family(),
+        job.name(),
+        &placement.id,
+        performance,
         provenance,
-        unusable: None,
-    }
+    )
+    .with_run(run)
 }
 
 /// Every PU and node the placements use: the parent cgroup must hold them all (v1).

@@ -141,6 +141,14 @@ pub fn check_tables(c: &CheckReport, model: &dyn Predictor) -> String {
         model.baseline(),
         model.probe()
     );
+    if c.partial_runs > 0 {
+        let _ = writeln!(
+            out,
+            "{} of them partial runs (production data), each scored on the placements it was measured in; {} more partial runs lacked the model's baseline or probe and were left out",
+            c.partial_runs - c.partial_skipped,
+            c.partial_skipped
+        );
+    }
     if model.provenance() != c.provenance {
         let _ = writeln!(
             out,
@@ -530,6 +538,13 @@ pub fn left_out(data: &Dataset) -> String {
             out,
             "measured again: {} record(s) replaced by a later measurement of the same workload run and placement (the usable one is kept)",
             data.superseded()
+        );
+    }
+    if data.partial_runs() > 0 {
+        let _ = writeln!(
+            out,
+            "partial runs (production data): {}; fit, evaluate and sizes learn from whole runs only and leave them out, check scores each on the placements it measured",
+            data.partial_runs()
         );
     }
     let unusable: Vec<_> = data.unusable().collect();

@@ -124,23 +124,24 @@ pub fn simulate(
                     .into_iter()
                     .map(|(name, v)| (name.to_owned(), v * lognormal(&mut rng, 0.05)))
                     .collect::<BTreeMap<_, _>>();
-                records.push(RunRecord {
-                    fingerprint: machine.fingerprint.clone(),
-                    v: machine.v,
-                    workload: format!("{family}-w{w}"),
-                    family: family.clone(),
-                    run: 0,
-                    placement: p.id.clone(),
-                    performance: Measurement {
-                        value,
-                        unit: "simulated ops/s".into(),
-                        repetitions: 5,
-                        spread: 2.0 * options.noise * value,
-                    },
-                    counters,
-                    provenance: Provenance::Simulated,
-                    unusable: None,
-                });
+                let performance = Measurement {
+                    value,
+                    unit: "simulated ops/s".into(),
+                    repetitions: 5,
+                    spread: 2.0 * options.noise * value,
+                };
+                records.push(
+                    RunRecord::new(
+                        &machine.fingerprint,
+                        machine.v,
+                        &family,
+                        &format!("{family}-w{w}"),
+                        &p.id,
+                        performance,
+                        Provenance::Simulated,
+                    )
+                    .with_counters(counters),
+                );
             }
         }
     }

@@ -1,0 +1,491 @@
+//! Production data: every measurement the daemon makes of a managed container, kept as
+//! training data (docs/models.md, "Production data"). One JSON-lines file per machine class
+//! and container size, `<state dir>/production/<fingerprint>-v<N>.jsonl`, in the format
+//! `placed-train` reads: the machine header, then one partial run record per measured cell.
+//! A run is one evaluation of a container (its baseline, probe, third measurement and where
+//! the decision left it); its number is the evaluation's time in milliseconds modulo 2^32,
+//! so it is unique per workload without any counter to keep across restarts.
+//!
+//! Keeping data never fails a decision: an error is counted in
+//! `placed_production_data_errors_total` and said in the log once; a file at its bound
+//! (`production_data.max_bytes`) stops growing, said once.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use placed_core::placement::PlacementSet;
+use placed_host::observe::Measurement;
+use placed_models::Provenance;
+use placed_models::data::{
+    DATA_FORMAT_VERSION, Line, LineRef, MAX_NAME, MachineHeader, Measurement as Cell,
+    PlacementInfo, RunRecord, line,
+};
+
+use crate::config::ProductionDataConfig;
+use crate::telemetry::Metrics;
+
+/// The label naming a container's workload family (cross-validation holds a family out
+/// together); without it the family is the workload.
+pub const FAMILY_LABEL: &str = "placed.io/family";
+/// The label naming a container's workload; without it the workload is the container's name.
+pub const WORKLOAD_LABEL: &str = "placed.io/workload";
+
+/// One measurement of a managed container to keep.
+pub(crate) struct Measured<'a> {
+    /// The placements of the container's size: the file's header.
+    pub set: &'a PlacementSet,
+    /// The container's name.
+    pub name: &'a str,
+    pub labels: &'a BTreeMap<String, String>,
+    /// The evaluation the measurement belongs to ([`run_of`]).
+    pub run: u32,
+    pub placement: &'a str,
+    pub measurement: &'a Measurement,
+}
+
+/// The run number of the evaluation made at `unix_ms`.
+pub(crate) fn run_of(unix_ms: i64) -> u32 {
+    // The remainder is below 2^32 by construction.
+    u32::try_from(unix_ms.rem_euclid(1 << 32)).unwrap_or(0)
+}
+
+/// The production data files of this daemon.
+#[derive(Debug)]
+pub(crate) struct Production {
+    dir: PathBuf,
+    provenance: Provenance,
+    host: Option<String>,
+    metrics: Arc<Metrics>,
+    files: Mutex<Files>,
+}
+
+#[derive(Debug, Default)]
+struct Files {
+    open: HashMap<(String, u32), Open>,
+    /// Whether a failure was said in the log already: said once, every one counted.
+    failure_said: bool,
+}
+
+/// A file written to since start.
+#[derive(Debug)]
+struct Open {
+    path: PathBuf,
+    bytes: u64,
+    /// Every (workload, run, placement) in the file: a cell measured again in one run (each
+    /// watch measurement where a decision left the container) is kept once, so the file
+    /// always validates.
+    keys: HashSet<(String, u32, String)>,
+    full_said: bool,
+}
+
+/// Why a measurement could not be kept.
+#[derive(Debug, thiserror::Error)]
+enum KeepError {
+    #[error("cannot write production data {path}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot encode a production data record")]
+    Encode(#[source] serde_json::Error),
+}
+
+impl Production {
+    /// Files under `production/` beside the state file; `host` names this host in records.
+    pub fn new(
+        state_file: &Path,
+        provenance: Provenance,
+        host: Option<String>,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        let dir = state_file
+            .parent()
+            .unwrap_or_else(|| Path::new("."))
+            .join("production");
+        Self {
+            dir,
+            provenance,
+            host: host.map(|h| clip(h.trim())).filter(|h| !h.is_empty()),
+            metrics,
+            files: Mutex::default(),
+        }
+    }
+
+    /// Where the files are.
+    #[cfg(test)]
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The file of `set`'s machine class and size.
+    pub fn file_of(&self, set: &PlacementSet) -> PathBuf {
+        let fingerprint: String = set
+            .fingerprint
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        self.dir.join(format!("{fingerprint}-v{}.jsonl", set.vcpus))
+    }
+
+    /// Appends `measured` when production data is on. Never fails: see the module's doc.
+    pub fn keep(&self, config: &ProductionDataConfig, measured: &Measured<'_>) {
+        if !config.enabled {
+            return;
+        }
+        let Some(record) = self.record(measured) else {
+            return;
+        };
+        // A poisoned lock leaves at worst a key set missing the record being written.
+        let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        match self.append(&mut files, config.max_bytes, measured.set, &record) {
+            Ok(true) => {
+                self.metrics.production_records.inc();
+            }
+            Ok(false) => {}
+            Err(e) => {
+                self.metrics.production_errors.inc();
+                if !files.failure_said {
+                    files.failure_said = true;
+                    tracing::warn!(
+                        error = %placed_core::text::error_line(&e),
+                        "production data: a measurement was not kept (said once; placed_production_data_errors_total counts them)"
+                    );
+                }
+            }
+        }
+    }
+
+    /// The record of `measured`, or `None` for a value no data file may hold.
+    fn record(&self, measured: &Measured<'_>) -> Option<RunRecord> {
+        let m = measured.measurement;
+        let value = m.estimate.value;
+        if !(value.is_finite() && value > 0.0) {
+            return None;
+        }
+        let spread = (m.estimate.hi - m.estimate.lo) / 2.0;
+        let cell = Cell {
+            value,
+            unit: match m.kind {
+                placed_host::observe::Kind::Counter => "per second".into(),
+                placed_host::observe::Kind::Gauge => "level".into(),
+                placed_host::observe::Kind::Ratio => "ratio".into(),
+            },
+            repetitions: u32::try_from(m.kept_values().len().max(1)).unwrap_or(u32::MAX),
+            spread: if spread.is_finite() {
+                spread.max(0.0)
+            } else {
+                0.0
+            },
+        };
+        let workload = clip(
+            measured
+                .labels
+                .get(WORKLOAD_LABEL)
+                .map_or(measured.name, String::as_str),
+        );
+        let family = clip(
+            measured
+                .labels
+                .get(FAMILY_LABEL)
+                .map_or(workload.as_str(), String::as_str),
+        );
+        let mut record = RunRecord::new(
+            &measured.set.fingerprint,
+            u32::try_from(measured.set.vcpus).ok()?,
+            &family,
+            &workload,
+            measured.placement,
+            cell,
+            self.provenance,
+        )
+        .with_run(measured.run);
+        record.partial = true;
+        record.metric = Some(clip(&m.source));
+        record.labels = measured
+            .labels
+            .iter()
+            .map(|(k, v)| (clip(k), clip(v)))
+            .collect();
+        record.host = self.host.clone();
+        Some(record)
+    }
+
+    /// Appends `record` to its file (opened, and checked, the first time); `false` when it
+    /// was there already or the file is full.
+    fn append(
+        &self,
+        files: &mut Files,
+        max_bytes: u64,
+        set: &PlacementSet,
+        record: &RunRecord,
+    ) -> Result<bool, KeepError> {
+        let class = (record.fingerprint.clone(), record.v);
+        let open = match files.open.entry(class) {
+            std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(self.open(set, record.provenance)?)
+            }
+        };
+        let key = (
+            record.workload.clone(),
+            record.run,
+            record.placement.clone(),
+        );
+        if open.keys.contains(&key) {
+            return Ok(false);
+        }
+        let bytes = line(&LineRef::Run(record)).map_err(KeepError::Encode)?;
+        if open.bytes + bytes.len() as u64 > max_bytes {
+            if !open.full_said {
+                open.full_said = true;
+                tracing::warn!(
+                    file = %open.path.display(),
+                    max_bytes,
+                    "production data file full: measurements of this class are no longer kept (merge it away with placed-train merge, or raise production_data.max_bytes)"
+                );
+            }
+            return Ok(false);
+        }
+        let io = |source| KeepError::Io {
+            path: open.path.clone(),
+            source,
+        };
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&open.path)
+            .and_then(|mut f| f.write_all(&bytes))
+            .map_err(io)?;
+        open.bytes += bytes.len() as u64;
+        open.keys.insert(key);
+        Ok(true)
+    }
+
+    /// The file of `set`, resumed when it holds data of this very class, size and
+    /// provenance; anything else there is moved aside (never lost) and a new file begun.
+    fn open(&self, set: &PlacementSet, provenance: Provenance) -> Result<Open, KeepError> {
+        let path = self.file_of(set);
+        let io = |source| KeepError::Io {
+            path: path.clone(),
+            source,
+        };
+        std::fs::create_dir_all(&self.dir).map_err(io)?;
+        let header = header_of(set);
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            if let Some(open) = resume(&path, &text, &header, provenance).map_err(io)? {
+                return Ok(open);
+            }
+            let aside = path.with_extension(format!("jsonl.old-{}", super::events::now_ms()));
+            tracing::warn!(
+                file = %path.display(),
+                moved_to = %aside.display(),
+                "production data file of another machine description, provenance or format: moved aside, a new one begun"
+            );
+            std::fs::rename(&path, &aside).map_err(io)?;
+        }
+        let first = line(&LineRef::Machine(&header)).map_err(KeepError::Encode)?;
+        std::fs::write(&path, &first).map_err(io)?;
+        Ok(Open {
+            path,
+            bytes: first.len() as u64,
+            keys: HashSet::new(),
+            full_said: false,
+        })
+    }
+}
+
+/// The file's keys when its header is `header` and its runs are of `provenance`; a torn
+/// last line (a crash mid-write) is cut off. `None` when the file is another's.
+fn resume(
+    path: &Path,
+    text: &str,
+    header: &MachineHeader,
+    provenance: Provenance,
+) -> Result<Option<Open>, std::io::Error> {
+    let mut lines = text.lines();
+    let same = lines
+        .next()
+        .and_then(|l| serde_json::from_str::<Line>(l).ok())
+        .is_some_and(|l| matches!(l, Line::Machine(h) if h == *header));
+    if !same {
+        return Ok(None);
+    }
+    let whole = text.rfind('\n').map_or(0, |i| i + 1);
+    let mut keys = HashSet::new();
+    for l in text[..whole].lines().skip(1) {
+        match serde_json::from_str::<Line>(l) {
+            Ok(Line::Run(r)) if r.provenance == provenance => {
+                keys.insert((r.workload, r.run, r.placement));
+            }
+            Ok(Line::Run(_)) | Err(_) => return Ok(None),
+            Ok(_) => {}
+        }
+    }
+    if whole < text.len() {
+        let f = std::fs::OpenOptions::new().write(true).open(path)?;
+        f.set_len(whole as u64)?;
+    }
+    Ok(Some(Open {
+        path: path.to_owned(),
+        bytes: whole as u64,
+        keys,
+        full_said: false,
+    }))
+}
+
+/// The header of `set`'s data, as the collector writes it.
+fn header_of(set: &PlacementSet) -> MachineHeader {
+    MachineHeader {
+        version: DATA_FORMAT_VERSION,
+        fingerprint: set.fingerprint.clone(),
+        v: u32::try_from(set.vcpus).unwrap_or(u32::MAX),
+        concerns: set.concerns.clone(),
+        placements: set
+            .placements
+            .iter()
+            .map(|p| PlacementInfo {
+                id: p.id.clone(),
+                scores: p.scores_in_units(),
+            })
+            .collect(),
+    }
+}
+
+/// `text` cut to what a data file holds of a name.
+fn clip(text: &str) -> String {
+    text.chars().take(MAX_NAME).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use placed_core::machine::{Machine, TopologySource};
+    use placed_host::observe::{Estimate, Incarnation, Kind};
+    use placed_models::Dataset;
+
+    fn set() -> PlacementSet {
+        let machine = Machine::load(
+            &TopologySource::Synthetic("pack:2 numa:2 core:4 pu:2".into()),
+            None,
+        )
+        .unwrap();
+        placed_core::placement::important_placements(&machine, 4).unwrap()
+    }
+
+    fn measurement(value: f64) -> Measurement {
+        Measurement {
+            source: "pushed".into(),
+            kind: Kind::Gauge,
+            incarnation: Incarnation {
+                pid: 1,
+                start_ticks: 1,
+            },
+            warmup_s: 0.0,
+            window_s: 1.0,
+            windows: Vec::new(),
+            estimate: Estimate {
+                value,
+                lo: value * 0.99,
+                hi: value * 1.01,
+                confidence: 0.95,
+            },
+        }
+    }
+
+    fn keep(p: &Production, config: &ProductionDataConfig, set: &PlacementSet, run: u32) {
+        let labels = BTreeMap::from([(FAMILY_LABEL.to_owned(), "db".to_owned())]);
+        for (i, placement) in set.placements.iter().take(2).enumerate() {
+            p.keep(
+                config,
+                &Measured {
+                    set,
+                    name: "pg",
+                    labels: &labels,
+                    run,
+                    placement: &placement.id,
+                    measurement: &measurement(100.0 + i as f64),
+                },
+            );
+        }
+    }
+
+    #[test]
+    fn a_file_resumes_after_a_restart_drops_a_torn_line_and_stops_at_its_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state.json");
+        let metrics = Arc::new(Metrics::default());
+        let set = set();
+        let config = ProductionDataConfig::default();
+        let p = Production::new(
+            &state,
+            Provenance::Simulated,
+            Some("h1\n".into()),
+            metrics.clone(),
+        );
+        keep(&p, &config, &set, 1);
+        // The same cells again are kept once.
+        keep(&p, &config, &set, 1);
+        let path = p.file_of(&set);
+        let data = Dataset::load(&path).unwrap();
+        assert_eq!(data.records().len(), 2);
+        assert_eq!(data.records()[0].family, "db");
+        assert_eq!(data.records()[0].host.as_deref(), Some("h1"));
+        assert_eq!(metrics.production_records.get(), 2);
+
+        // A crash mid-write, then a restart: the torn line goes, the keys are known.
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str("{\"kind\":\"run\",\"fing");
+        std::fs::write(&path, &text).unwrap();
+        let p = Production::new(&state, Provenance::Simulated, None, metrics.clone());
+        keep(&p, &config, &set, 1);
+        keep(&p, &config, &set, 2);
+        let data = Dataset::load(&path).unwrap();
+        assert_eq!(data.records().len(), 4);
+
+        // Bounded: nothing more once the next line would pass max_bytes.
+        let size = std::fs::metadata(&path).unwrap().len();
+        let full = ProductionDataConfig {
+            enabled: true,
+            max_bytes: size + 10,
+        };
+        keep(&p, &full, &set, 3);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), size);
+        assert_eq!(metrics.production_errors.get(), 0);
+    }
+
+    #[test]
+    fn a_file_of_another_provenance_is_moved_aside_not_appended_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state.json");
+        let metrics = Arc::new(Metrics::default());
+        let set = set();
+        let config = ProductionDataConfig::default();
+        let real = Production::new(&state, Provenance::Real, None, metrics.clone());
+        keep(&real, &config, &set, 1);
+        let simulated = Production::new(&state, Provenance::Simulated, None, metrics);
+        keep(&simulated, &config, &set, 1);
+        let data = Dataset::load(&simulated.file_of(&set)).unwrap();
+        assert_eq!(data.provenance(), Provenance::Simulated);
+        let aside: Vec<_> = std::fs::read_dir(simulated.dir())
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().contains(".old-"))
+            .collect();
+        assert_eq!(aside.len(), 1);
+    }
+
+    #[test]
+    fn a_run_number_is_the_evaluation_time_modulo_two_to_the_32() {
+        assert_eq!(run_of(5), 5);
+        assert_eq!(run_of((1 << 32) + 7), 7);
+        assert_eq!(run_of(-1), u32::MAX);
+    }
+}

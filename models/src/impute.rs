@@ -1,0 +1,170 @@
+//! Partial runs (production data) made whole for a forest that learns whole vectors: each
+//! run measured in the model's baseline and probe keeps every cell it measured, and the
+//! cells it did not measure are the model's prediction from its baseline and probe. The
+//! measured cells are the new knowledge (where decisions took containers of behaviours the
+//! model may never have seen); the predicted ones only keep the row whole. Used by
+//! `placed-train fit --production` (docs/models.md, "Production data").
+
+use crate::check::partial_runs;
+use crate::data::{DataError, Dataset, Measurement, RunRecord};
+use crate::model::PredictError;
+use crate::predictor::Predictor;
+
+/// Why partial runs could not be completed.
+#[derive(Debug, thiserror::Error)]
+pub enum ImputeError {
+    /// The data is for another machine class or size than the model.
+    #[error(
+        "the production data is for machine class {data} with v = {data_v}, the model for {model} with v = {model_v}"
+    )]
+    OtherMachine {
+        model: String,
+        model_v: u32,
+        data: String,
+        data_v: u32,
+    },
+    /// The model could not predict a run.
+    #[error("predicting {workload} run {run} failed")]
+    Predict {
+        workload: String,
+        run: u32,
+        source: PredictError,
+    },
+    /// The completed records did not validate.
+    #[error(transparent)]
+    Data(#[from] DataError),
+}
+
+/// The partial runs of `data` that `model` can complete, made whole; with how many partial
+/// runs were left out (not measured in the model's baseline and probe).
+pub fn completed(
+    data: &Dataset,
+    model: &dyn Predictor,
+) -> Result<(Vec<RunRecord>, usize), ImputeError> {
+    let header = data.header();
+    let machine = model.machine();
+    if header.fingerprint != machine.fingerprint || header.v != machine.v {
+        return Err(ImputeError::OtherMachine {
+            model: machine.fingerprint.clone(),
+            model_v: machine.v,
+            data: header.fingerprint.clone(),
+            data_v: header.v,
+        });
+    }
+    let mut records = Vec::new();
+    let mut skipped = 0;
+    for (row, cells) in partial_runs(data) {
+        let (Some(b), Some(p)) = (cells.get(model.baseline()), cells.get(model.probe())) else {
+            skipped += 1;
+            continue;
+        };
+        let prediction = model.predict(b, p).map_err(|source| ImputeError::Predict {
+            workload: row.workload.clone(),
+            run: row.run,
+            source,
+        })?;
+        // The run's own record of any placement gives the identity every record repeats.
+        let Some(template) = data
+            .records()
+            .iter()
+            .find(|r| r.workload == row.workload && r.run == row.run)
+        else {
+            continue;
+        };
+        let whole = header.placements.iter().all(|h| {
+            cells.contains_key(h.id.as_str()) || prediction.placements.iter().any(|c| c.id == h.id)
+        });
+        if !whole {
+            skipped += 1;
+            continue;
+        }
+        for h in &header.placements {
+            let mut r = template.clone();
+            r.placement = h.id.clone();
+            r.partial = false;
+            r.counters.clear();
+            match cells.get(h.id.as_str()) {
+                Some(measured) => {
+                    r.performance.value = measured.value;
+                    r.performance.spread = measured.spread;
+                    r.counters = measured.counters.clone();
+                }
+                None => {
+                    let Some(cell) = prediction.placements.iter().find(|c| c.id == h.id) else {
+                        continue;
+                    };
+                    r.performance = Measurement {
+                        value: b.value * cell.relative,
+                        unit: template.performance.unit.clone(),
+                        repetitions: 1,
+                        spread: b.value * cell.spread,
+                    };
+                }
+            }
+            records.push(r);
+        }
+    }
+    Ok((records, skipped))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::check;
+    use crate::test_data;
+    use crate::train::fit;
+
+    /// SIMULATED: a model trained without the `hates` behaviour meets production containers
+    /// with it; each production run measures the baseline, the probe and one other placement
+    /// (in turn). Retrained on its training data and the completed production runs, its error
+    /// on other `hates` workloads falls by at least 30%.
+    #[test]
+    fn production_runs_of_a_left_out_behaviour_cut_its_error() {
+        let options = test_data::quick_options();
+        let train = test_data::dataset(&["flat-a", "flat-b", "scales-a", "scales-b"], 6);
+        let (before, _) = fit(&train, &options).expect("fits");
+        let held = test_data::dataset(&["hates-x"], 4);
+        let error = |m: &dyn Predictor| {
+            check(m, &held)
+                .expect("checks")
+                .overall()
+                .expect("cells")
+                .mean
+        };
+        let predicted: Vec<String> = before
+            .placements()
+            .iter()
+            .map(|p| p.id.clone())
+            .filter(|id| id != before.baseline() && id != before.probe())
+            .collect();
+        let stream = test_data::dataset(&["hates-p", "hates-q"], 6);
+        let production: Vec<RunRecord> = stream
+            .records()
+            .iter()
+            .filter(|r| {
+                let n: usize = r.workload.bytes().map(usize::from).sum();
+                r.placement == before.baseline()
+                    || r.placement == before.probe()
+                    || r.placement == predicted[n % predicted.len()]
+            })
+            .cloned()
+            .map(|mut r| {
+                r.partial = true;
+                r
+            })
+            .collect();
+        let production = Dataset::from_parts(stream.header().clone(), production).expect("valid");
+        let (records, skipped) = completed(&production, &before).expect("completes");
+        assert_eq!(skipped, 0);
+        let mut all = train.records().to_vec();
+        all.extend(records);
+        let retrain = Dataset::from_parts(train.header().clone(), all).expect("valid");
+        let (after, _) = fit(&retrain, &options).expect("fits");
+        let (was, is) = (error(&before), error(&after));
+        eprintln!(
+            "SIMULATED left-out behaviour: held-out error {was:.2}% before, {is:.2}% after retraining with production data ({:.0}% cut)",
+            100.0 * (1.0 - is / was)
+        );
+        assert!(is <= 0.7 * was, "{was} -> {is}");
+    }
+}

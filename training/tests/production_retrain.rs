@@ -1,0 +1,108 @@
+//! SIMULATED: a model trained without one behaviour meets production containers with it; the
+//! daemon's production data of them (partial runs: baseline, probe and one other placement
+//! each) completed by the model and added to its training data cuts its error on other
+//! workloads of that behaviour by at least 30% (issue 26). `docs/models.md` ("Production
+//! data") has the figures.
+
+use placed_core::machine::{Machine, TopologySource};
+use placed_core::placement::important_placements;
+use placed_models::check::check;
+use placed_models::data::RunRecord;
+use placed_models::forest::ForestParams;
+use placed_models::impute::completed;
+use placed_models::{Dataset, Predictor, TrainOptions, fit};
+use placed_training::simulate::{SimMachine, SimulationOptions, simulate};
+
+/// Held-out mean error of `model` on `data`.
+fn error(model: &dyn Predictor, data: &Dataset) -> f64 {
+    check(model, data)
+        .expect("checks")
+        .overall()
+        .expect("cells")
+        .mean
+}
+
+fn subset(data: &Dataset, keep: impl Fn(&RunRecord) -> bool) -> Dataset {
+    let records = data.records().iter().filter(|r| keep(r)).cloned().collect();
+    Dataset::from_parts(data.header().clone(), records).expect("a valid subset")
+}
+
+#[test]
+fn production_data_of_a_left_out_behaviour_cuts_its_held_out_error() {
+    let machine = Machine::load(
+        &TopologySource::Synthetic("pack:4 numa:2 l3:1 l2:4 core:2 pu:1".into()),
+        None,
+    )
+    .expect("synthetic topology");
+    let set = important_placements(&machine, 16).expect("placements");
+    let sim = SimMachine::from_placed(&machine, &set).expect("resources");
+    let data = simulate(
+        &sim,
+        &SimulationOptions {
+            families: 32,
+            workloads_per_family: 6,
+            ..SimulationOptions::default()
+        },
+    )
+    .expect("simulates");
+    let options = TrainOptions {
+        forest: ForestParams::new().n_trees(20),
+        cv_trees: Some(10),
+        ..TrainOptions::default()
+    };
+    let left_out = |f: &str| f.starts_with("sim-latency-") && !f.starts_with("sim-latency-cache");
+    // Two families of the behaviour run in production, the other two are the held-out test.
+    let in_production = |f: &str| f == "sim-latency-0" || f == "sim-latency-1";
+    let train = subset(&data, |r| !left_out(&r.family));
+    let test = subset(&data, |r| left_out(&r.family) && !in_production(&r.family));
+    let (before, _) = fit(&train, &options).expect("fits");
+
+    let others: Vec<String> = before
+        .placements()
+        .iter()
+        .map(|p| p.id.clone())
+        .filter(|id| id != before.baseline() && id != before.probe())
+        .collect();
+    // Each production run: the baseline, the probe and one other placement, in turn (where
+    // decisions took containers).
+    let mut production: Vec<RunRecord> = Vec::new();
+    let runs: Vec<&str> = {
+        let mut w: Vec<&str> = data
+            .records()
+            .iter()
+            .filter(|r| in_production(&r.family))
+            .map(|r| r.workload.as_str())
+            .collect();
+        w.dedup();
+        w
+    };
+    for (i, workload) in runs.iter().enumerate() {
+        let other = &others[i % others.len()];
+        for r in data.records().iter().filter(|r| r.workload == *workload) {
+            if r.placement == before.baseline()
+                || r.placement == before.probe()
+                || r.placement == *other
+            {
+                let mut r = r.clone();
+                r.partial = true;
+                production.push(r);
+            }
+        }
+    }
+    let production = Dataset::from_parts(data.header().clone(), production).expect("valid");
+    let (records, skipped) = completed(&production, &before).expect("completes");
+    assert_eq!(skipped, 0);
+    let mut all = train.records().to_vec();
+    all.extend(records);
+    let retrain = Dataset::from_parts(data.header().clone(), all).expect("valid");
+    let (after, _) = fit(&retrain, &options).expect("fits");
+
+    let (was, is) = (error(&before, &test), error(&after, &test));
+    eprintln!(
+        "SIMULATED ({} placements, {} production runs of 2 latency families, one extra cell each): held-out error on the other 2 latency families {was:.2}% before, {is:.2}% after ({:.0}% cut)",
+        others.len() + 2,
+        runs.len(),
+        100.0 * (1.0 - is / was)
+    );
+    assert!(is <= 0.7 * was, "{was:.2}% -> {is:.2}%");
+}
