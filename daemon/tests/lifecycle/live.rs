@@ -213,14 +213,18 @@ async fn a_stopped_models_containers_are_placed_by_the_fallback_policy() {
     let before = d.cpuset("c10");
     let e = decide(&mut d, "c10", 1.5).await;
     assert!(
-        e.message.contains("placed by the fallback policy smart-aggressive"),
+        e.message
+            .contains("placed by the fallback policy smart-aggressive"),
         "{e:?}"
     );
     assert_eq!(e.state, Lifecycle::Waiting, "{e:?}");
     d.until_free("c10").await;
     let rec = d.record("c10");
     let assigned = rec.assigned.clone().expect("placed by the fallback");
-    assert_eq!(d.cpuset("c10"), (assigned.cpus.clone(), assigned.mems.clone()));
+    assert_eq!(
+        d.cpuset("c10"),
+        (assigned.cpus.clone(), assigned.mems.clone())
+    );
     assert_ne!(d.cpuset("c10"), before, "left where it was");
     assert!(assigned.cpus.len() >= 4, "{assigned:?}");
     // Measured nowhere on the stopped model: no baseline, no probe.
