@@ -222,6 +222,37 @@ pub enum CheckError {
     },
 }
 
+/// One run scored: each predicted placement's error and interval against `actual(i)`, the
+/// measured performance relative to the baseline of the model's `i`-th placement, where
+/// the run has it.
+fn run_check(
+    row: &RowInfo,
+    prediction: &crate::model::Prediction,
+    actual: impl Fn(usize) -> Option<f64>,
+) -> RunCheck {
+    let mut check = RunCheck {
+        row: row.clone(),
+        errors: Vec::with_capacity(prediction.placements.len()),
+        covered: 0,
+        with_interval: 0,
+        novel: prediction.novelty.is_some(),
+    };
+    for (i, predicted) in prediction.placements.iter().enumerate() {
+        let Some(actual) = actual(i).filter(|_| !predicted.measured) else {
+            check.errors.push(None);
+            continue;
+        };
+        check
+            .errors
+            .push(Some((predicted.relative - actual).abs() / actual * 100.0));
+        if let Some(interval) = &predicted.interval {
+            check.with_interval += 1;
+            check.covered += usize::from(interval.contains(actual));
+        }
+    }
+    check
+}
+
 /// Applies `model` to every usable run of `data`.
 pub fn check(model: &dyn Predictor, data: &Dataset) -> Result<CheckReport, CheckError> {
     let header = data.header();
@@ -270,28 +301,9 @@ pub fn check(model: &dyn Predictor, data: &Dataset) -> Result<CheckReport, Check
                 run: row.run,
                 source,
             })?;
-        let mut check = RunCheck {
-            row: row.clone(),
-            errors: Vec::with_capacity(columns.len()),
-            covered: 0,
-            with_interval: 0,
-            novel: prediction.novelty.is_some(),
-        };
-        for (predicted, &column) in prediction.placements.iter().zip(&columns) {
-            if predicted.measured {
-                check.errors.push(None);
-                continue;
-            }
-            let actual = table.relative()[[r, column]];
-            check
-                .errors
-                .push(Some((predicted.relative - actual).abs() / actual * 100.0));
-            if let Some(interval) = &predicted.interval {
-                check.with_interval += 1;
-                check.covered += usize::from(interval.contains(actual));
-            }
-        }
-        runs.push(check);
+        runs.push(run_check(row, &prediction, |i| {
+            Some(table.relative()[[r, columns[i]]])
+        }));
     }
     let partial = partial_runs(data);
     let mut partial_skipped = 0;
@@ -305,31 +317,12 @@ pub fn check(model: &dyn Predictor, data: &Dataset) -> Result<CheckReport, Check
             run: row.run,
             source,
         })?;
-        let mut check = RunCheck {
-            row: row.clone(),
-            errors: Vec::with_capacity(columns.len()),
-            covered: 0,
-            with_interval: 0,
-            novel: prediction.novelty.is_some(),
-        };
-        for (predicted, placement) in prediction.placements.iter().zip(model.placements()) {
-            let measured = cells
-                .get(placement.id.as_str())
-                .filter(|_| !predicted.measured);
-            let Some(cell) = measured else {
-                check.errors.push(None);
-                continue;
-            };
-            let actual = cell.value / b.value;
-            check
-                .errors
-                .push(Some((predicted.relative - actual).abs() / actual * 100.0));
-            if let Some(interval) = &predicted.interval {
-                check.with_interval += 1;
-                check.covered += usize::from(interval.contains(actual));
-            }
-        }
-        runs.push(check);
+        let placements = model.placements();
+        runs.push(run_check(row, &prediction, |i| {
+            cells
+                .get(placements[i].id.as_str())
+                .map(|cell| cell.value / b.value)
+        }));
     }
     Ok(CheckReport {
         model_id: model.id().to_owned(),

@@ -29,6 +29,8 @@ pub fn of_error(err: &(dyn Error + 'static)) -> Exit {
     placed_core::exit::from_chain(err, known)
 }
 
+/// The exit code of the pipelines', the collector's, calibration's and the replay's errors;
+/// then [`of_models`].
 fn known(e: &(dyn Error + 'static)) -> Option<Exit> {
     // Transparent variants hand `source()` straight to their inner error's cause, so the
     // wrappers are opened here rather than found further down the chain.
@@ -70,6 +72,12 @@ fn known(e: &(dyn Error + 'static)) -> Option<Exit> {
             return Some(Exit::BadInput);
         }
     }
+    of_models(e)
+}
+
+/// The exit codes of the model library's errors and of the commands over it: production
+/// data, checks, sizes, corpora, hold-outs, data and model files.
+fn of_models(e: &(dyn Error + 'static)) -> Option<Exit> {
     // A challenger no better than the installed model: a clean "no", with the figures.
     if e.is::<crate::cli::production::NotBetter>() {
         return Some(Exit::No);

@@ -106,8 +106,35 @@ impl Default for Metrics {
     fn default() -> Self {
         let mut root = Registry::default();
         root.register_collector(Box::new(process::ProcessCollector));
-        let per_container = Arc::new(containers::PerContainer::default());
-        let registry = root.sub_registry_with_prefix("placed");
+        let mut metrics = Self {
+            registry: Registry::default(),
+            containers: Family::default(),
+            predictions: Counter::default(),
+            migrations: Family::default(),
+            migration_bytes: Counter::default(),
+            // 10 ms to about 80 s.
+            migration_seconds: Histogram::new(exponential_buckets(0.01, 2.0, 14)),
+            errors: Family::default(),
+            metric_samples: Counter::default(),
+            overrides: Family::default(),
+            watchers: Gauge::default(),
+            state_writes: Counter::default(),
+            cpuset_checks: Counter::default(),
+            per_container: Arc::new(containers::PerContainer::default()),
+            live: live::LiveMetrics::default(),
+            production_records: Counter::default(),
+            production_errors: Counter::default(),
+        };
+        metrics.register(root.sub_registry_with_prefix("placed"));
+        metrics.zero_series();
+        metrics.registry = root;
+        metrics
+    }
+}
+
+impl Metrics {
+    /// Every family under `placed_`, with its help text.
+    fn register(&self, registry: &mut Registry) {
         registry.register(
             "build",
             "The daemon's version and build",
@@ -124,113 +151,85 @@ impl Default for Metrics {
                 ("arch", std::env::consts::ARCH),
             ]),
         );
-        registry.register_collector(Box::new(per_container.clone()));
-        let containers = Family::<StateLabel, Gauge>::default();
-        let predictions = Counter::default();
-        let migrations = Family::<OutcomeLabel, Counter>::default();
-        let migration_bytes = Counter::default();
-        // 10 ms to about 80 s.
-        let migration_seconds = Histogram::new(exponential_buckets(0.01, 2.0, 14));
-        let errors = Family::<KindLabel, Counter>::default();
-        let metric_samples = Counter::default();
-        let overrides = Family::<ActionLabel, Counter>::default();
-        let watchers = Gauge::default();
-        let state_writes = Counter::default();
-        let cpuset_checks = Counter::default();
+        registry.register_collector(Box::new(self.per_container.clone()));
         registry.register(
             "containers",
             "Containers per lifecycle state",
-            containers.clone(),
+            self.containers.clone(),
         );
-        registry.register("predictions", "Predictions made", predictions.clone());
+        registry.register("predictions", "Predictions made", self.predictions.clone());
         registry.register(
             "migrations",
             "Container moves by outcome",
-            migrations.clone(),
+            self.migrations.clone(),
         );
         registry.register(
             "migration_bytes",
             "Bytes of memory moved between NUMA nodes",
-            migration_bytes.clone(),
+            self.migration_bytes.clone(),
         );
         registry.register(
             "migration_seconds",
             "Duration of container moves",
-            migration_seconds.clone(),
+            self.migration_seconds.clone(),
         );
-        registry.register("errors", "Errors by kind", errors.clone());
+        registry.register("errors", "Errors by kind", self.errors.clone());
         registry.register(
             "metric_samples",
             "Performance samples received over ReportMetric",
-            metric_samples.clone(),
+            self.metric_samples.clone(),
         );
         registry.register(
             "placement_overrides",
             "Managed containers' cpusets found changed outside placed, by what the daemon did",
-            overrides.clone(),
+            self.overrides.clone(),
         );
-        for action in placed_core::reconcile::Action::ALL {
-            let _zero = overrides.get_or_create(&ActionLabel {
-                action: action.name().into(),
-            });
-        }
         registry.register(
             "watchers",
             "Watch streams open now (at most grpc.max_watchers)",
-            watchers.clone(),
+            self.watchers.clone(),
         );
         registry.register(
             "state_writes",
             "Writes of the state file",
-            state_writes.clone(),
+            self.state_writes.clone(),
         );
         registry.register(
             "cpuset_checks",
             "Checks of a managed container's cpuset against what placed enacted",
-            cpuset_checks.clone(),
+            self.cpuset_checks.clone(),
         );
-        let live = live::LiveMetrics::default();
-        live.register(registry);
-        let production_records = Counter::default();
-        let production_errors = Counter::default();
+        self.live.register(registry);
         registry.register(
             "production_data_records",
             "Measurements of managed containers kept as production data",
-            production_records.clone(),
+            self.production_records.clone(),
         );
         registry.register(
             "production_data_errors",
             "Measurements production data failed to keep (write errors; the log says the first)",
-            production_errors.clone(),
+            self.production_errors.clone(),
         );
+    }
+
+    /// Every labelled series a scrape should see from the start, at zero: a rate over a
+    /// series that appears only at its first event misses that event.
+    fn zero_series(&self) {
+        for action in placed_core::reconcile::Action::ALL {
+            let _zero = self.overrides.get_or_create(&ActionLabel {
+                action: action.name().into(),
+            });
+        }
         for state in Lifecycle::ALL {
-            let _zero = containers.get_or_create(&StateLabel {
+            let _zero = self.containers.get_or_create(&StateLabel {
                 state: state.name().into(),
             });
         }
         for outcome in [Outcome::Ok, Outcome::Failed, Outcome::RolledBack] {
-            let _zero = migrations.get_or_create(&OutcomeLabel { outcome });
+            let _zero = self.migrations.get_or_create(&OutcomeLabel { outcome });
         }
         for kind in ERROR_KINDS {
-            let _zero = errors.get_or_create(&KindLabel { kind: kind.into() });
-        }
-        Self {
-            registry: root,
-            containers,
-            predictions,
-            migrations,
-            migration_bytes,
-            migration_seconds,
-            errors,
-            metric_samples,
-            overrides,
-            watchers,
-            state_writes,
-            cpuset_checks,
-            per_container,
-            live,
-            production_records,
-            production_errors,
+            let _zero = self.errors.get_or_create(&KindLabel { kind: kind.into() });
         }
     }
 }

@@ -4,8 +4,11 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-use super::{DATA_FORMAT_VERSION, Dataset, Line, MachineHeader, Problem, RunRecord};
+use super::{DATA_FORMAT_VERSION, Dataset, Line, MachineHeader, Problem, Provenance, RunRecord};
 use crate::resources::ClassResources;
+
+/// (workload, run) -> (its first line, placement -> the record kept).
+type Runs = BTreeMap<(String, u32), (usize, HashMap<String, Kept>)>;
 
 pub(super) fn validate(lines: Vec<(usize, Line)>) -> Result<Dataset, (usize, Problem)> {
     let mut lines = lines.into_iter();
@@ -21,7 +24,7 @@ pub(super) fn validate(lines: Vec<(usize, Line)>) -> Result<Dataset, (usize, Pro
     let mut provenance = None;
     let mut families: HashMap<String, String> = HashMap::new();
     // (workload, run) -> (first line, placement -> the kept record)
-    let mut runs: BTreeMap<(String, u32), (usize, HashMap<String, Kept>)> = BTreeMap::new();
+    let mut runs: Runs = BTreeMap::new();
     let mut records: Vec<RunRecord> = Vec::new();
     let mut superseded = 0;
     let mut resources: Option<(usize, ClassResources)> = None;
@@ -48,33 +51,8 @@ pub(super) fn validate(lines: Vec<(usize, Line)>) -> Result<Dataset, (usize, Pro
             Line::Run(r) => r,
         };
         check_record(&header, &known, &record).map_err(|p| (line, p))?;
-        match provenance {
-            None => provenance = Some(record.provenance),
-            Some(expected) if expected != record.provenance => {
-                return Err((
-                    line,
-                    Problem::MixedProvenance {
-                        expected,
-                        found: record.provenance,
-                    },
-                ));
-            }
-            Some(_) => {}
-        }
-        if let Some(first) = families.get(&record.workload) {
-            if *first != record.family {
-                return Err((
-                    line,
-                    Problem::FamilyConflict {
-                        workload: record.workload.clone(),
-                        first: first.clone(),
-                        found: record.family.clone(),
-                    },
-                ));
-            }
-        } else {
-            families.insert(record.workload.clone(), record.family.clone());
-        }
+        one_provenance(&mut provenance, &record).map_err(|p| (line, p))?;
+        one_family(&mut families, &record).map_err(|p| (line, p))?;
         let (_, seen) = runs
             .entry((record.workload.clone(), record.run))
             .or_insert_with(|| (line, HashMap::new()));
@@ -118,27 +96,8 @@ pub(super) fn validate(lines: Vec<(usize, Line)>) -> Result<Dataset, (usize, Pro
     let Some(provenance) = provenance else {
         return Err((header_line, Problem::NoRuns));
     };
-    // Report the incomplete run that appears first in the file; a partial run (production
-    // data) is incomplete by nature.
-    let incomplete = runs
-        .iter()
-        .filter(|(key, (_, seen))| seen.len() < header.placements.len() && !partial.contains(*key))
-        .min_by_key(|(_, (first_line, _))| *first_line);
-    if let Some(((workload, run), (first_line, seen))) = incomplete {
-        let missing = header
-            .placements
-            .iter()
-            .filter(|p| !seen.contains_key(&p.id))
-            .map(|p| p.id.clone())
-            .collect();
-        return Err((
-            *first_line,
-            Problem::MissingPlacements {
-                workload: workload.clone(),
-                run: *run,
-                missing,
-            },
-        ));
+    if let Some(incomplete) = first_incomplete(&header, &runs, &partial) {
+        return Err(incomplete);
     }
     Ok(Dataset {
         header,
@@ -148,6 +107,64 @@ pub(super) fn validate(lines: Vec<(usize, Line)>) -> Result<Dataset, (usize, Pro
         superseded,
         partial,
     })
+}
+
+/// One provenance per file: the first record's.
+fn one_provenance(provenance: &mut Option<Provenance>, record: &RunRecord) -> Result<(), Problem> {
+    match *provenance {
+        None => *provenance = Some(record.provenance),
+        Some(expected) if expected != record.provenance => {
+            return Err(Problem::MixedProvenance {
+                expected,
+                found: record.provenance,
+            });
+        }
+        Some(_) => {}
+    }
+    Ok(())
+}
+
+/// One family per workload: the first given.
+fn one_family(families: &mut HashMap<String, String>, record: &RunRecord) -> Result<(), Problem> {
+    match families.get(&record.workload) {
+        Some(first) if *first != record.family => Err(Problem::FamilyConflict {
+            workload: record.workload.clone(),
+            first: first.clone(),
+            found: record.family.clone(),
+        }),
+        Some(_) => Ok(()),
+        None => {
+            families.insert(record.workload.clone(), record.family.clone());
+            Ok(())
+        }
+    }
+}
+
+/// The incomplete run that appears first in the file, with its first line; a partial run
+/// (production data) is incomplete by nature.
+fn first_incomplete(
+    header: &MachineHeader,
+    runs: &Runs,
+    partial: &BTreeSet<(String, u32)>,
+) -> Option<(usize, Problem)> {
+    let ((workload, run), (first_line, seen)) = runs
+        .iter()
+        .filter(|(key, (_, seen))| seen.len() < header.placements.len() && !partial.contains(*key))
+        .min_by_key(|(_, (first_line, _))| *first_line)?;
+    let missing = header
+        .placements
+        .iter()
+        .filter(|p| !seen.contains_key(&p.id))
+        .map(|p| p.id.clone())
+        .collect();
+    Some((
+        *first_line,
+        Problem::MissingPlacements {
+            workload: workload.clone(),
+            run: *run,
+            missing,
+        },
+    ))
 }
 
 pub(super) fn check_resources(header: &MachineHeader, r: &ClassResources) -> Result<(), Problem> {

@@ -210,6 +210,24 @@ impl Cli {
                 model_dir,
                 train,
             } => training(vcpus, collect, model_dir, &train)?,
+            Cli::Classes(command) => Request::Classes(command.validate()?),
+            Cli::Workload(command) => command.validate()?,
+            Cli::Man { dir } => Request::Man { dir },
+            over_data @ (Cli::Fit { .. }
+            | Cli::Evaluate { .. }
+            | Cli::Check { .. }
+            | Cli::Merge { .. }
+            | Cli::Challenge { .. }
+            | Cli::Sizes { .. }
+            | Cli::Policies { .. }
+            | Cli::Simulate { .. }) => over_data.validate_over_data()?,
+        })
+    }
+
+    /// The commands over data files already collected: fit, evaluate, check, merge,
+    /// challenge, sizes, policies, and the simulator that writes such files.
+    fn validate_over_data(self) -> Result<Request, CliError> {
+        Ok(match self {
             Cli::Fit {
                 data,
                 out,
@@ -292,9 +310,8 @@ impl Cli {
                     ..SimulationOptions::default()
                 },
             },
-            Cli::Classes(command) => Request::Classes(command.validate()?),
-            Cli::Workload(command) => command.validate()?,
-            Cli::Man { dir } => Request::Man { dir },
+            // `validate` hands over exactly the commands above.
+            measuring => unreachable!("validate takes {measuring:?} itself"),
         })
     }
 }
