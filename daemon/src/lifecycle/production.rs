@@ -73,11 +73,49 @@ struct Files {
 struct Open {
     path: PathBuf,
     bytes: u64,
-    /// Every (workload, run, placement) in the file: a cell measured again in one run (each
-    /// watch measurement where a decision left the container) is kept once, so the file
-    /// always validates.
-    keys: HashSet<(String, u32, String)>,
+    /// The cells of the file's latest runs: a cell measured again in one run (each watch
+    /// measurement where a decision left the container) is kept once, so the file always
+    /// validates.
+    cells: RecentRuns,
     full_said: bool,
+}
+
+/// Runs whose cells are remembered per file. A run's cells all arrive during its
+/// evaluation and the watch measurement after it, so only runs in progress can repeat a
+/// cell: remembering every run of a full file (64 MiB, about 130,000 records) would cost
+/// the daemon more memory than all else it keeps.
+const RUNS_REMEMBERED: usize = 4096;
+
+/// The cells of the last [`RUNS_REMEMBERED`] runs, by (workload, run), oldest forgotten
+/// first.
+#[derive(Debug, Default)]
+struct RecentRuns {
+    cells: HashMap<(String, u32), HashSet<String>>,
+    order: std::collections::VecDeque<(String, u32)>,
+}
+
+impl RecentRuns {
+    fn contains(&self, workload: &str, run: u32, placement: &str) -> bool {
+        self.cells
+            .get(&(workload.to_owned(), run))
+            .is_some_and(|c| c.contains(placement))
+    }
+
+    fn insert(&mut self, workload: &str, run: u32, placement: &str) {
+        let key = (workload.to_owned(), run);
+        if let Some(cells) = self.cells.get_mut(&key) {
+            cells.insert(placement.to_owned());
+            return;
+        }
+        if self.order.len() >= RUNS_REMEMBERED {
+            if let Some(oldest) = self.order.pop_front() {
+                self.cells.remove(&oldest);
+            }
+        }
+        self.order.push_back(key.clone());
+        self.cells
+            .insert(key, HashSet::from([placement.to_owned()]));
+    }
 }
 
 /// Why a measurement could not be kept.
@@ -235,12 +273,10 @@ impl Production {
                 v.insert(self.open(set, record.provenance)?)
             }
         };
-        let key = (
-            record.workload.clone(),
-            record.run,
-            record.placement.clone(),
-        );
-        if open.keys.contains(&key) {
+        if open
+            .cells
+            .contains(&record.workload, record.run, &record.placement)
+        {
             return Ok(false);
         }
         let bytes = line(&LineRef::Run(record)).map_err(KeepError::Encode)?;
@@ -265,7 +301,8 @@ impl Production {
             .and_then(|mut f| f.write_all(&bytes))
             .map_err(io)?;
         open.bytes += bytes.len() as u64;
-        open.keys.insert(key);
+        open.cells
+            .insert(&record.workload, record.run, &record.placement);
         Ok(true)
     }
 
@@ -279,8 +316,8 @@ impl Production {
         };
         std::fs::create_dir_all(&self.dir).map_err(io)?;
         let header = header_of(set);
-        if let Ok(text) = std::fs::read_to_string(&path) {
-            if let Some(open) = resume(&path, &text, &header, provenance).map_err(io)? {
+        if path.exists() {
+            if let Some(open) = resume(&path, &header, provenance).map_err(io)? {
                 return Ok(open);
             }
             let aside = path.with_extension(format!("jsonl.old-{}", super::events::now_ms()));
@@ -296,47 +333,55 @@ impl Production {
         Ok(Open {
             path,
             bytes: first.len() as u64,
-            keys: HashSet::new(),
+            cells: RecentRuns::default(),
             full_said: false,
         })
     }
 }
 
-/// The file's keys when its header is `header` and its runs are of `provenance`; a torn
-/// last line (a crash mid-write) is cut off. `None` when the file is another's.
+/// The file's latest runs when its header is `header` and its runs are of `provenance`,
+/// read a line at a time (a full file is 64 MiB); a torn last line (a crash mid-write) is
+/// cut off. `None` when the file is another's.
 fn resume(
     path: &Path,
-    text: &str,
     header: &MachineHeader,
     provenance: Provenance,
 ) -> Result<Option<Open>, std::io::Error> {
-    let mut lines = text.lines();
-    let same = lines
-        .next()
-        .and_then(|l| serde_json::from_str::<Line>(l).ok())
-        .is_some_and(|l| matches!(l, Line::Machine(h) if h == *header));
-    if !same {
+    use std::io::BufRead as _;
+    let mut reader = std::io::BufReader::new(std::fs::File::open(path)?);
+    let mut line = String::new();
+    let mut whole: u64 = 0;
+    let mut cells = RecentRuns::default();
+    let mut first = true;
+    loop {
+        line.clear();
+        let n = reader.read_line(&mut line)?;
+        if n == 0 || !line.ends_with('\n') {
+            break;
+        }
+        let parsed = serde_json::from_str::<Line>(line.trim_end()).ok();
+        match parsed {
+            Some(Line::Machine(h)) if first && h == *header => {}
+            Some(Line::Run(r)) if !first && r.provenance == provenance => {
+                cells.insert(&r.workload, r.run, &r.placement);
+            }
+            Some(Line::Resources(_)) if !first => {}
+            _ => return Ok(None),
+        }
+        first = false;
+        whole += n as u64;
+    }
+    if first {
         return Ok(None);
     }
-    let whole = text.rfind('\n').map_or(0, |i| i + 1);
-    let mut keys = HashSet::new();
-    for l in text[..whole].lines().skip(1) {
-        match serde_json::from_str::<Line>(l) {
-            Ok(Line::Run(r)) if r.provenance == provenance => {
-                keys.insert((r.workload, r.run, r.placement));
-            }
-            Ok(Line::Run(_)) | Err(_) => return Ok(None),
-            Ok(_) => {}
-        }
-    }
-    if whole < text.len() {
+    if whole < std::fs::metadata(path)?.len() {
         let f = std::fs::OpenOptions::new().write(true).open(path)?;
-        f.set_len(whole as u64)?;
+        f.set_len(whole)?;
     }
     Ok(Some(Open {
         path: path.to_owned(),
-        bytes: whole as u64,
-        keys,
+        bytes: whole,
+        cells,
         full_said: false,
     }))
 }
@@ -459,6 +504,24 @@ mod tests {
         keep(&p, &full, &set, 3);
         assert_eq!(std::fs::metadata(&path).unwrap().len(), size);
         assert_eq!(metrics.production_errors.get(), 0);
+    }
+
+    /// Memory stays bounded however long the daemon runs: the cells of the last 4,096 runs
+    /// are remembered, the oldest forgotten first, and a run in progress is always among
+    /// them.
+    #[test]
+    fn only_the_latest_runs_are_remembered() {
+        let mut runs = RecentRuns::default();
+        for run in 0..5000u32 {
+            runs.insert("pg", run, "a");
+            runs.insert("pg", run, "b");
+        }
+        assert_eq!(runs.order.len(), RUNS_REMEMBERED);
+        assert_eq!(runs.cells.len(), RUNS_REMEMBERED);
+        assert!(!runs.contains("pg", 0, "a"), "the oldest is forgotten");
+        assert!(runs.contains("pg", 4999, "a") && runs.contains("pg", 4999, "b"));
+        assert!(!runs.contains("pg", 4999, "c"));
+        assert!(!runs.contains("redis", 4999, "a"));
     }
 
     #[test]
