@@ -8,7 +8,8 @@
 //! - predicting one container on a host of a class it never saw (target: under 50 µs).
 //!
 //! Run with `cargo bench -p placed-training --bench classes`. `PLACED_BENCH_CORPUS=DIR`
-//! uses a corpus already simulated there instead of simulating one.
+//! uses a corpus already simulated there instead of simulating one; `PLACED_BENCH_TREES=N`
+//! fits a final forest of N trees instead of 100.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -48,8 +49,14 @@ fn main() {
         }
     };
     let data = load_corpus(&dir).expect("reads the corpus");
+    // The final forest's trees (`placed-train classes build --trees`): predicting walks
+    // every tree once per predicted placement.
+    let trees = std::env::var("PLACED_BENCH_TREES")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(100);
     let options = TrainOptions {
-        forest: ForestParams::new().n_trees(100),
+        forest: ForestParams::new().n_trees(trees),
         cv_trees: Some(20),
         ..TrainOptions::default()
     };
@@ -67,31 +74,28 @@ fn main() {
         model = Some(m);
     }
     let model = Arc::new(model.expect("fitted"));
-    // Predict for the first class's host, as the daemon would.
-    let host = &data[0];
-    let ready = model
-        .for_host(
-            "bench-host",
-            host.header().v,
-            host.resources().expect("resources"),
-            host.header().placements.clone(),
-        )
-        .or_else(|_| {
-            // Refused there: take a class it predicts.
-            data.iter()
-                .find_map(|d| {
-                    model
-                        .for_host(
-                            "bench-host",
-                            d.header().v,
-                            d.resources()?,
-                            d.header().placements.clone(),
-                        )
-                        .ok()
-                })
-                .ok_or(())
+    // Predict for the host of most placements it does not refuse, as the daemon would:
+    // a prediction costs a forest walk per predicted placement, so that is the dearest.
+    let (ready, host) = data
+        .iter()
+        .filter_map(|d| {
+            let ready = model
+                .for_host(
+                    "bench-host",
+                    d.header().v,
+                    d.resources()?,
+                    d.header().placements.clone(),
+                )
+                .ok()?;
+            Some((ready, d))
         })
+        .max_by_key(|(_, d)| d.header().placements.len())
         .expect("some class is predicted");
+    let host_label = format!(
+        "{}, {} placements",
+        host.resources().map_or("", |r| r.machine.topology.as_str()),
+        host.header().placements.len()
+    );
     let base = Observation {
         value: 1000.0,
         spread: 5.0,
@@ -120,7 +124,7 @@ fn main() {
         .map(|d| d.records().len() / d.header().placements.len())
         .sum();
     println!(
-        "rayon threads: {}; corpus: {} classes, {runs_total} workload runs (SIMULATED)",
+        "rayon threads: {}; corpus: {} classes, {runs_total} workload runs (SIMULATED); final forest of {trees} trees",
         rayon::current_num_threads(),
         data.len()
     );
@@ -146,7 +150,7 @@ fn main() {
     let (m, lo, hi) = median(predicts);
     println!(
         "{:<64} {:>5} {:>11.3?} {:>11.3?} {:>11.3?}  < 50 µs",
-        format!("predict one container (mean of {batch} calls)"),
+        format!("predict one container (mean of {batch} calls; {host_label})"),
         9,
         m,
         lo,
