@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use placed_models::classes::Corpus;
 use placed_models::forest::ForestParams;
-use placed_models::{ClassesModel, Observation, Predictor, TrainOptions};
+use placed_models::{ClassesModel, Dataset, Observation, Predictor, TrainOptions};
 use placed_training::pipeline::classes::{CORPUS_TOPOLOGIES, load_corpus, simulate_corpus};
 use placed_training::simulate::SimulationOptions;
 
@@ -27,8 +27,10 @@ fn median(mut runs: Vec<Duration>) -> (Duration, Duration, Duration) {
     (runs[runs.len() / 2], runs[0], runs[runs.len() - 1])
 }
 
-fn main() {
-    let dir = match std::env::var_os("PLACED_BENCH_CORPUS") {
+/// The corpus: `PLACED_BENCH_CORPUS`, or the real topologies simulated into a temporary
+/// directory.
+fn corpus_dir() -> PathBuf {
+    match std::env::var_os("PLACED_BENCH_CORPUS") {
         Some(d) => PathBuf::from(d),
         None => {
             let dir =
@@ -47,33 +49,12 @@ fn main() {
             .expect("simulates the corpus");
             dir
         }
-    };
-    let data = load_corpus(&dir).expect("reads the corpus");
-    // The final forest's trees (`placed-train classes build --trees`): predicting walks
-    // every tree once per predicted placement.
-    let trees = std::env::var("PLACED_BENCH_TREES")
-        .ok()
-        .and_then(|t| t.parse().ok())
-        .unwrap_or(100);
-    let options = TrainOptions {
-        forest: ForestParams::new().n_trees(trees),
-        cv_trees: Some(20),
-        ..TrainOptions::default()
-    };
-    let runs = 3;
-    let (mut fits, mut owns, mut across) = (Vec::new(), Vec::new(), Vec::new());
-    let mut model = None;
-    for _ in 0..runs {
-        let start = Instant::now();
-        let corpus = Corpus::new(&data, &options).expect("a corpus");
-        let own = start.elapsed();
-        let (m, _) = ClassesModel::fit(&corpus, &options).expect("fits");
-        fits.push(start.elapsed());
-        owns.push(own);
-        across.push(start.elapsed() - own);
-        model = Some(m);
     }
-    let model = Arc::new(model.expect("fitted"));
+}
+
+/// Per-call times of predicting one container, for the host of most placements the model
+/// does not refuse; that host; calls per timing.
+fn bench_predict(model: &Arc<ClassesModel>, data: &[Dataset]) -> (Vec<Duration>, String, u32) {
     // Predict for the host of most placements it does not refuse, as the daemon would:
     // a prediction costs a forest walk per predicted placement, so that is the dearest.
     let (ready, host) = data
@@ -119,6 +100,38 @@ fn main() {
         }
         predicts.push(start.elapsed() / batch);
     }
+    (predicts, host_label, batch)
+}
+
+fn main() {
+    let dir = corpus_dir();
+    let data = load_corpus(&dir).expect("reads the corpus");
+    // The final forest's trees (`placed-train classes build --trees`): predicting walks
+    // every tree once per predicted placement.
+    let trees = std::env::var("PLACED_BENCH_TREES")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(100);
+    let options = TrainOptions {
+        forest: ForestParams::new().n_trees(trees),
+        cv_trees: Some(20),
+        ..TrainOptions::default()
+    };
+    let runs = 3;
+    let (mut fits, mut owns, mut across) = (Vec::new(), Vec::new(), Vec::new());
+    let mut model = None;
+    for _ in 0..runs {
+        let start = Instant::now();
+        let corpus = Corpus::new(&data, &options).expect("a corpus");
+        let own = start.elapsed();
+        let (m, _) = ClassesModel::fit(&corpus, &options).expect("fits");
+        fits.push(start.elapsed());
+        owns.push(own);
+        across.push(start.elapsed() - own);
+        model = Some(m);
+    }
+    let model = Arc::new(model.expect("fitted"));
+    let (predicts, host_label, batch) = bench_predict(&model, &data);
     let runs_total: usize = data
         .iter()
         .map(|d| d.records().len() / d.header().placements.len())

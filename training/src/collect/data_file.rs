@@ -89,99 +89,27 @@ impl DataFile {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(io("read")(e)),
         };
-        let mut done = HashSet::new();
-        let mut unusable = HashSet::new();
-        let mut dropped_torn_line = false;
-        let mut keep_bytes = 0usize;
-        let mut resumed = false;
-        let mut resources = None;
-        if let Some(bytes) = existing.as_deref() {
-            // Everything up to the last newline was written whole; a tail after it is the
-            // record a crash interrupted.
-            let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-            dropped_torn_line = whole < bytes.len();
-            let text = String::from_utf8_lossy(&bytes[..whole]);
-            let mut lines = text
-                .lines()
-                .enumerate()
-                .filter(|(_, l)| !l.trim().is_empty());
-            if let Some((_, first)) = lines.next() {
-                let parsed: Line =
-                    serde_json::from_str(first).map_err(|e| DataFileError::Corrupt {
-                        path: path.to_owned(),
-                        line: 1,
-                        detail: placed_models::json_error::JsonError::from(e).to_string(),
-                    })?;
-                let Line::Machine(found) = parsed else {
-                    return Err(DataFileError::Corrupt {
-                        path: path.to_owned(),
-                        line: 1,
-                        detail: "the first line is not the machine header".into(),
-                    });
-                };
-                if let Some(what) = header_difference(&found, header) {
-                    return Err(DataFileError::Mismatch {
-                        path: path.to_owned(),
-                        what,
-                    });
-                }
-                for (index, raw) in lines {
-                    let corrupt = |detail: String| DataFileError::Corrupt {
-                        path: path.to_owned(),
-                        line: index + 1,
-                        detail,
-                    };
-                    let record = match serde_json::from_str::<Line>(raw) {
-                        Ok(Line::Run(r)) => r,
-                        Ok(Line::Machine(_)) => return Err(corrupt("a second header".into())),
-                        // Kept to compare with this host's: nothing to resume.
-                        Ok(Line::Resources(r)) => {
-                            resources = Some(r);
-                            continue;
-                        }
-                        Err(e) => {
-                            return Err(corrupt(
-                                placed_models::json_error::JsonError::from(e).to_string(),
-                            ));
-                        }
-                    };
-                    if record.provenance != provenance {
-                        return Err(DataFileError::Mismatch {
-                            path: path.to_owned(),
-                            what: format!(
-                                "its runs were measured on {}, this host is {}",
-                                record.provenance, provenance
-                            ),
-                        });
-                    }
-                    let usable = record.unusable.is_none();
-                    note(
-                        &mut done,
-                        &mut unusable,
-                        (record.workload, record.run, record.placement),
-                        usable,
-                    );
-                }
-                keep_bytes = whole;
-                resumed = true;
-            }
-        }
+        let existing = match existing.as_deref() {
+            Some(bytes) => read_existing(path, bytes, header, provenance)?,
+            None => Existing::default(),
+        };
         let file = OpenOptions::new()
             .create(true)
             .write(true)
             .truncate(false)
             .open(path)
             .map_err(io("open"))?;
-        file.set_len(u64::try_from(keep_bytes).unwrap_or(u64::MAX))
+        file.set_len(u64::try_from(existing.keep_bytes).unwrap_or(u64::MAX))
             .map_err(io("truncate"))?;
+        let resumed = existing.resumed;
         let mut this = Self {
             path: path.to_owned(),
             file,
-            done,
-            unusable,
+            done: existing.done,
+            unusable: existing.unusable,
             resumed,
-            dropped_torn_line,
-            resources,
+            dropped_torn_line: existing.dropped_torn_line,
+            resources: existing.resources,
         };
         use std::io::Seek as _;
         this.file
@@ -272,6 +200,99 @@ impl DataFile {
         self.file.write_all(&bytes).map_err(io("append to"))?;
         self.file.sync_data().map_err(io("sync"))
     }
+}
+
+/// What an existing data file holds, read to be continued.
+#[derive(Debug, Default)]
+struct Existing {
+    done: HashSet<Key>,
+    unusable: HashSet<Key>,
+    resources: Option<ClassResources>,
+    /// Bytes up to the end of its last whole line.
+    keep_bytes: usize,
+    dropped_torn_line: bool,
+    /// Whether it had a header to continue after.
+    resumed: bool,
+}
+
+/// Reads an existing file's `bytes`: its header must be `header`, its runs measured with
+/// `provenance`.
+fn read_existing(
+    path: &Path,
+    bytes: &[u8],
+    header: &MachineHeader,
+    provenance: Provenance,
+) -> Result<Existing, DataFileError> {
+    let mut out = Existing::default();
+    // Everything up to the last newline was written whole; a tail after it is the
+    // record a crash interrupted.
+    let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    out.dropped_torn_line = whole < bytes.len();
+    let text = String::from_utf8_lossy(&bytes[..whole]);
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
+    if let Some((_, first)) = lines.next() {
+        let parsed: Line = serde_json::from_str(first).map_err(|e| DataFileError::Corrupt {
+            path: path.to_owned(),
+            line: 1,
+            detail: placed_models::json_error::JsonError::from(e).to_string(),
+        })?;
+        let Line::Machine(found) = parsed else {
+            return Err(DataFileError::Corrupt {
+                path: path.to_owned(),
+                line: 1,
+                detail: "the first line is not the machine header".into(),
+            });
+        };
+        if let Some(what) = header_difference(&found, header) {
+            return Err(DataFileError::Mismatch {
+                path: path.to_owned(),
+                what,
+            });
+        }
+        for (index, raw) in lines {
+            let corrupt = |detail: String| DataFileError::Corrupt {
+                path: path.to_owned(),
+                line: index + 1,
+                detail,
+            };
+            let record = match serde_json::from_str::<Line>(raw) {
+                Ok(Line::Run(r)) => r,
+                Ok(Line::Machine(_)) => return Err(corrupt("a second header".into())),
+                // Kept to compare with this host's: nothing to resume.
+                Ok(Line::Resources(r)) => {
+                    out.resources = Some(r);
+                    continue;
+                }
+                Err(e) => {
+                    return Err(corrupt(
+                        placed_models::json_error::JsonError::from(e).to_string(),
+                    ));
+                }
+            };
+            if record.provenance != provenance {
+                return Err(DataFileError::Mismatch {
+                    path: path.to_owned(),
+                    what: format!(
+                        "its runs were measured on {}, this host is {}",
+                        record.provenance, provenance
+                    ),
+                });
+            }
+            let usable = record.unusable.is_none();
+            note(
+                &mut out.done,
+                &mut out.unusable,
+                (record.workload, record.run, record.placement),
+                usable,
+            );
+        }
+        out.keep_bytes = whole;
+        out.resumed = true;
+    }
+    Ok(out)
 }
 
 /// Files a record's key as done (usable) or unusable; a usable record settles the key for
