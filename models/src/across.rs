@@ -88,11 +88,11 @@ pub(crate) fn mean_probe(groups: &[&Group]) -> Vec<f64> {
     mean
 }
 
-/// Every row of `groups` but those of `family` (if one is named), each target placement of
+/// Every row of `groups` but those of the families `left_out`, each target placement of
 /// each run one row, with the probe each group's cross-validation chose.
 fn training_rows(
     groups: &[&Group],
-    family: Option<&str>,
+    left_out: &[&str],
 ) -> Result<(Array2<f64>, Array2<f64>), ForestError> {
     let mut x: Vec<f64> = Vec::new();
     let mut y: Vec<f64> = Vec::new();
@@ -100,7 +100,7 @@ fn training_rows(
     for g in groups {
         let e = &g.evaluation;
         for (r, row) in e.rows.iter().enumerate() {
-            if Some(row.family.as_str()) == family {
+            if left_out.contains(&row.family.as_str()) {
                 continue;
             }
             for target in g.targets(e.probe) {
@@ -123,7 +123,7 @@ fn training_rows(
 
 /// The forest over every row of `groups`.
 pub(crate) fn fit(groups: &[&Group], params: &ForestParams) -> Result<Forest, ForestError> {
-    let (x, y) = training_rows(groups, None)?;
+    let (x, y) = training_rows(groups, &[])?;
     params.fit(&DatasetBase::new(x, y))
 }
 
@@ -145,23 +145,34 @@ pub(crate) struct HeldOut {
     pub(crate) errors: Vec<f64>,
 }
 
-/// `held` predicted by forests trained on `others`, one family at a time with that family
-/// left out too.
+/// `held` predicted by forests trained on `others`, its families dealt into `folds` folds
+/// (`None`: one family per fold), each fold predicted with its families left out of
+/// training too.
 pub(crate) fn hold_out(
     held: &Group,
     others: &[&Group],
     params: &ForestParams,
+    folds: Option<usize>,
 ) -> Result<HeldOut, ForestError> {
     let e = &held.evaluation;
     let probe = nearest(&held.described, e.baseline, &mean_probe(others)).unwrap_or(e.probe);
     let mut families: Vec<&str> = e.rows.iter().map(|r| r.family.as_str()).collect();
     families.sort_unstable();
     families.dedup();
+    let folds = folds.map_or(families.len(), |f| f.clamp(1, families.len().max(1)));
     let mut errors = Vec::new();
-    for family in families {
-        let (x, y) = training_rows(others, Some(family))?;
+    for fold in 0..folds {
+        // Sorted names put a family's siblings (`bandwidth-0`, `bandwidth-1`) side by
+        // side: dealt round, they land in different folds.
+        let out: Vec<&str> = families
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % folds == fold)
+            .map(|(_, f)| *f)
+            .collect();
+        let (x, y) = training_rows(others, &out)?;
         let forest = params.fit(&DatasetBase::new(x, y))?;
-        for r in (0..e.rows.len()).filter(|&r| e.rows[r].family == family) {
+        for r in (0..e.rows.len()).filter(|&r| out.contains(&e.rows[r].family.as_str())) {
             for target in held.targets(probe) {
                 let x = Array1::from(held.features(r, probe, target));
                 let predicted = forest.predict_with_spread(x.view())?.mean[0];

@@ -13,14 +13,13 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::across::{input_width, nearest};
+use crate::across::nearest;
 use crate::classes::{AcrossClasses, ClassesError, Corpus, quantile_of};
 use crate::data::{PlacementInfo, Provenance};
 use crate::forest::Forest;
-use crate::model::{MachineClass, id_of};
-use crate::model_file::{
-    Head, ModelFileError, envelope_text, open_envelope, parse_error, read_head, read_text,
-};
+use crate::forest_file::{self, ForestBody};
+use crate::model::MachineClass;
+use crate::model_file::{Head, ModelFileError};
 use crate::resources::{ClassResources, ResourceDescriber, ResourcesError, machine_shape};
 use crate::sizes_model::{AcrossForest, SizedModel};
 use crate::train::TrainOptions;
@@ -45,6 +44,29 @@ struct ClassesBody {
     classes: Vec<HeldOutClassRecord>,
     /// The held-out relative errors' 90% quantile (a fraction).
     error_quantile: f64,
+}
+
+impl ForestBody for ClassesBody {
+    const FORMAT: &'static str = CLASSES_MODEL_FORMAT;
+    const VERSION: u32 = CLASSES_MODEL_VERSION;
+    fn description_width(&self) -> usize {
+        self.describer.width()
+    }
+    fn probe_description(&self) -> &[f64] {
+        &self.probe_description
+    }
+    fn forest(&self) -> &Forest {
+        &self.forest
+    }
+    fn error_quantile(&self) -> f64 {
+        self.error_quantile
+    }
+    fn check(&self) -> Result<(), String> {
+        if self.classes.is_empty() {
+            return Err("it records no machine classes".into());
+        }
+        Ok(())
+    }
 }
 
 /// A held-out class as the file keeps it.
@@ -149,10 +171,10 @@ impl ClassesModel {
                 .collect(),
             error_quantile,
         };
-        let bytes = serde_json::to_vec(&body).map_err(|e| ClassesError::Encode {
+        let id = forest_file::body_id(&body).map_err(|e| ClassesError::Encode {
             reason: e.to_string(),
         })?;
-        Ok((Self::from_body(body, id_of(&bytes)), report))
+        Ok((Self::from_body(body, id), report))
     }
 
     fn from_body(body: ClassesBody, id: String) -> Self {
@@ -236,8 +258,8 @@ impl ClassesModel {
 
     /// Reads and checks a model-across-classes file.
     pub fn load(path: &Path) -> Result<Self, ModelFileError> {
-        let text = read_text(path)?;
-        Self::from_file_text(&text, path, &read_head(&text, path)?)
+        let (body, id) = forest_file::load(path)?;
+        Ok(Self::from_body(body, id))
     }
 
     pub(crate) fn from_file_text(
@@ -245,39 +267,13 @@ impl ClassesModel {
         path: &Path,
         head: &Head,
     ) -> Result<Self, ModelFileError> {
-        let bytes = open_envelope(
-            text,
-            path,
-            head,
-            CLASSES_MODEL_FORMAT,
-            CLASSES_MODEL_VERSION,
-        )?;
-        let body: ClassesBody = serde_json::from_str(bytes).map_err(parse_error(path))?;
-        let inconsistent = |reason: String| ModelFileError::Inconsistent {
-            path: path.to_owned(),
-            reason,
-        };
-        let width = body.describer.width();
-        if width == 0 || body.probe_description.len() != width {
-            return Err(inconsistent(
-                "its placement description does not match its resource groups".into(),
-            ));
-        }
-        body.forest
-            .check(input_width(width), 1)
-            .map_err(|e| inconsistent(e.to_string()))?;
-        if body.classes.is_empty() || !body.error_quantile.is_finite() || body.error_quantile < 0.0
-        {
-            return Err(inconsistent(
-                "no classes, or an error quantile that is not a fraction".into(),
-            ));
-        }
-        Ok(Self::from_body(body, id_of(bytes.as_bytes())))
+        let (body, id) = forest_file::read(text, path, head)?;
+        Ok(Self::from_body(body, id))
     }
 
     /// The model file's content, written as model files are.
     pub fn file_text(&self) -> Result<String, serde_json::Error> {
-        envelope_text(CLASSES_MODEL_FORMAT, CLASSES_MODEL_VERSION, &self.body)
+        forest_file::text(&self.body)
     }
 }
 

@@ -63,6 +63,7 @@ pub mod data;
 pub mod evaluation;
 pub mod features;
 pub mod forest;
+mod forest_file;
 pub mod gate;
 pub mod hold_out;
 pub mod impute;

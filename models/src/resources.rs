@@ -167,16 +167,82 @@ pub enum FeatureGroup {
     Smt,
     /// How much memory is remote, across nodes and across packages.
     Distances,
+    /// The placement against the other placements of its size on its machine: its nodes,
+    /// L3 caches and SMT sharing over the most any of them uses, its interconnect over the
+    /// best on as many nodes. A container of one size meets a machine through the
+    /// placements it can have, whatever the machine's total.
+    Span,
+}
+
+/// What the placements of one size span on their machine, for [`FeatureGroup::Span`].
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Span {
+    max_nodes: f64,
+    max_l3: f64,
+    /// The most vCPUs per core any placement has.
+    max_per_core: f64,
+    /// Per distinct node count, the best interconnect score on that many nodes.
+    best_interconnect: Vec<(f64, f64)>,
+}
+
+impl Span {
+    /// The span of `placements` for containers of `v` vCPUs.
+    pub(crate) fn of(placements: &[PlacementResources], v: u32) -> Self {
+        let most = |f: fn(&PlacementResources) -> f64| {
+            placements.iter().map(f).fold(f64::MIN_POSITIVE, f64::max)
+        };
+        let mut best_interconnect: Vec<(f64, f64)> = Vec::new();
+        for p in placements {
+            match best_interconnect.iter_mut().find(|(n, _)| *n == p.nodes) {
+                Some((_, best)) => *best = best.max(p.interconnect),
+                None => best_interconnect.push((p.nodes, p.interconnect)),
+            }
+        }
+        Self {
+            max_nodes: most(|p| p.nodes),
+            max_l3: most(|p| p.l3),
+            max_per_core: placements
+                .iter()
+                .map(|p| f64::from(v) / p.cores)
+                .fold(1.0, f64::max),
+            best_interconnect,
+        }
+    }
+
+    fn values(&self, p: &PlacementResources, v: u32) -> Vec<f64> {
+        let per_core = f64::from(v) / p.cores;
+        let shared = if self.max_per_core > 1.0 {
+            ((per_core - 1.0) / (self.max_per_core - 1.0)).clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        let best = self
+            .best_interconnect
+            .iter()
+            .find(|(n, _)| *n == p.nodes)
+            .map_or(p.interconnect, |(_, b)| *b);
+        vec![
+            p.nodes / self.max_nodes,
+            p.l3 / self.max_l3,
+            shared,
+            if best > 0.0 {
+                p.interconnect / best
+            } else {
+                1.0
+            },
+        ]
+    }
 }
 
 impl FeatureGroup {
     /// Every group, in description order.
-    pub const ALL: [Self; 5] = [
+    pub const ALL: [Self; 6] = [
         Self::Caches,
         Self::Memory,
         Self::Interconnect,
         Self::Smt,
         Self::Distances,
+        Self::Span,
     ];
 
     /// Its name, as commands and reports spell it.
@@ -187,11 +253,12 @@ impl FeatureGroup {
             Self::Interconnect => "interconnect",
             Self::Smt => "smt",
             Self::Distances => "distances",
+            Self::Span => "span",
         }
     }
 
     /// The values it contributes to a description.
-    fn values(self, m: &MachineResources, p: &PlacementResources, v: u32) -> Vec<f64> {
+    fn values(self, m: &MachineResources, p: &PlacementResources, v: u32, span: &Span) -> Vec<f64> {
         match self {
             Self::Caches => vec![p.l3 / m.l3],
             Self::Memory => vec![p.nodes / m.nodes],
@@ -206,6 +273,7 @@ impl FeatureGroup {
                 vec![fill]
             }
             Self::Distances => vec![1.0 - 1.0 / p.nodes, 1.0 - 1.0 / p.packages],
+            Self::Span => span.values(p, v),
         }
     }
 
@@ -213,6 +281,7 @@ impl FeatureGroup {
     fn width(self) -> usize {
         match self {
             Self::Interconnect | Self::Distances => 2,
+            Self::Span => 4,
             _ => 1,
         }
     }
@@ -245,16 +314,32 @@ impl ResourceDescriber {
         }
     }
 
-    /// `p`, a placement of `m` for containers of `v` vCPUs, described.
+    /// `p`, a placement of `m` for containers of `v` vCPUs, described as if it were the
+    /// only placement of its size ([`FeatureGroup::Span`] needs the others:
+    /// [`Self::describe_all`]).
     pub fn describe(&self, m: &MachineResources, p: &PlacementResources, v: u32) -> Vec<f64> {
-        self.groups.iter().flat_map(|g| g.values(m, p, v)).collect()
+        self.describe_in(m, p, v, &Span::of(std::slice::from_ref(p), v))
+    }
+
+    fn describe_in(
+        &self,
+        m: &MachineResources,
+        p: &PlacementResources,
+        v: u32,
+        span: &Span,
+    ) -> Vec<f64> {
+        self.groups
+            .iter()
+            .flat_map(|g| g.values(m, p, v, span))
+            .collect()
     }
 
     /// Every placement of `r` described, in its order.
     pub fn describe_all(&self, r: &ClassResources, v: u32) -> Vec<Vec<f64>> {
+        let span = Span::of(&r.placements, v);
         r.placements
             .iter()
-            .map(|p| self.describe(&r.machine, p, v))
+            .map(|p| self.describe_in(&r.machine, p, v, &span))
             .collect()
     }
 
@@ -378,6 +463,26 @@ mod tests {
         let less = without.describe(&m, &p, 16);
         assert_eq!(&less[..2], &full[..2]);
         assert_eq!(&less[2..], &full[4..]);
+    }
+
+    #[test]
+    fn span_places_each_placement_among_those_of_its_size() {
+        let d = ResourceDescriber {
+            groups: vec![FeatureGroup::Span],
+        };
+        let r = ClassResources {
+            machine: machine(4.0, 2.0, 2.0),
+            // One node with every thread of 4 cores, two nodes, four nodes; 8 vCPUs.
+            placements: vec![
+                placement(1.0, 1.0, 4.0),
+                placement(2.0, 1.0, 8.0),
+                placement(4.0, 2.0, 8.0),
+            ],
+        };
+        let described = d.describe_all(&r, 8);
+        assert_eq!(described[0], [0.25, 0.25, 1.0, 1.0]);
+        assert_eq!(described[1], [0.5, 0.5, 0.0, 1.0]);
+        assert_eq!(described[2], [1.0, 1.0, 0.0, 1.0]);
     }
 
     #[test]

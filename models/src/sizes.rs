@@ -336,6 +336,7 @@ impl Prepared {
             &self.sizes[k].group,
             &across::all_but(&groups, k),
             &options.cv_forest(),
+            None,
         )?;
         let (probe, errors) = (held.probe, held.errors);
         let e = &self.sizes[k].group.evaluation;

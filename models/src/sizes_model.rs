@@ -13,17 +13,16 @@ use std::sync::Arc;
 use ndarray::Array1;
 use serde::{Deserialize, Serialize};
 
-use crate::across::{input_width, nearest, row_features};
+use crate::across::{nearest, row_features};
 use crate::data::{Dataset, PlacementInfo, Provenance};
 use crate::evaluation::Evaluation;
 use crate::features::Observation;
 use crate::forest::Forest;
+use crate::forest_file::{self, ForestBody};
 use crate::gate::GateFailure;
 use crate::interval::{Interval, conformal_quantile};
-use crate::model::{MachineClass, PlacementPrediction, PredictError, Prediction, id_of};
-use crate::model_file::{
-    Head, ModelFileError, envelope_text, open_envelope, parse_error, read_head, read_text,
-};
+use crate::model::{MachineClass, PlacementPrediction, PredictError, Prediction};
+use crate::model_file::{Head, ModelFileError};
 use crate::predictor::Predictor;
 use crate::sizes::{ACROSS_LEVEL, AcrossSizes, Describer, HeldOutSize, Prepared, SizesError};
 use crate::train::TrainOptions;
@@ -51,6 +50,32 @@ struct SizesBody {
     held_out: Vec<HeldOutSizeRecord>,
     /// The held-out relative errors' [`ACROSS_LEVEL`] quantile (a fraction).
     error_quantile: f64,
+}
+
+impl ForestBody for SizesBody {
+    const FORMAT: &'static str = SIZES_MODEL_FORMAT;
+    const VERSION: u32 = SIZES_MODEL_VERSION;
+    fn description_width(&self) -> usize {
+        self.describer.width()
+    }
+    fn probe_description(&self) -> &[f64] {
+        &self.probe_description
+    }
+    fn forest(&self) -> &Forest {
+        &self.forest
+    }
+    fn error_quantile(&self) -> f64 {
+        self.error_quantile
+    }
+    fn check(&self) -> Result<(), String> {
+        if self.describer.largest.len() != self.concerns.len() {
+            return Err("its placement description does not match its concerns".into());
+        }
+        if self.sizes.is_empty() {
+            return Err("it records no sizes".into());
+        }
+        Ok(())
+    }
 }
 
 /// [`HeldOutSize`] as the file keeps it.
@@ -148,16 +173,10 @@ impl SizesModel {
             held_out: report.sizes.iter().map(HeldOutSizeRecord::from).collect(),
             error_quantile,
         };
-        let bytes = serde_json::to_vec(&body).map_err(|e| SizesError::Encode {
+        let id = forest_file::body_id(&body).map_err(|e| SizesError::Encode {
             reason: e.to_string(),
         })?;
-        Ok((
-            Self {
-                id: id_of(&bytes),
-                body,
-            },
-            report,
-        ))
+        Ok((Self { id, body }, report))
     }
 
     /// Its id: the start of its body's SHA-256.
@@ -225,8 +244,8 @@ impl SizesModel {
 
     /// Reads and checks a model-across-sizes file.
     pub fn load(path: &Path) -> Result<Self, ModelFileError> {
-        let text = read_text(path)?;
-        Self::from_file_text(&text, path, &read_head(&text, path)?)
+        let (body, id) = forest_file::load(path)?;
+        Ok(Self { body, id })
     }
 
     pub(crate) fn from_file_text(
@@ -234,39 +253,15 @@ impl SizesModel {
         path: &Path,
         head: &Head,
     ) -> Result<Self, ModelFileError> {
-        let bytes = open_envelope(text, path, head, SIZES_MODEL_FORMAT, SIZES_MODEL_VERSION)?;
-        let body: SizesBody = serde_json::from_str(bytes).map_err(parse_error(path))?;
-        let inconsistent = |reason: String| ModelFileError::Inconsistent {
-            path: path.to_owned(),
-            reason,
-        };
-        let width = body.describer.width();
-        if body.describer.largest.len() != body.concerns.len()
-            || body.probe_description.len() != width
-        {
-            return Err(inconsistent(
-                "its placement description does not match its concerns".into(),
-            ));
-        }
-        body.forest
-            .check(input_width(width), 1)
-            .map_err(|e| inconsistent(e.to_string()))?;
-        if body.sizes.is_empty() || !body.error_quantile.is_finite() || body.error_quantile < 0.0 {
-            return Err(inconsistent(
-                "no sizes, or an error quantile that is not a fraction".into(),
-            ));
-        }
-        Ok(Self {
-            id: id_of(bytes.as_bytes()),
-            body,
-        })
+        let (body, id) = forest_file::read(text, path, head)?;
+        Ok(Self { body, id })
     }
 
     /// The model file's content, written as model files are ([`Model::file_text`]).
     ///
     /// [`Model::file_text`]: crate::Model::file_text
     pub fn file_text(&self) -> Result<String, serde_json::Error> {
-        envelope_text(SIZES_MODEL_FORMAT, SIZES_MODEL_VERSION, &self.body)
+        forest_file::text(&self.body)
     }
 }
 

@@ -8,7 +8,8 @@
 //! - predicting one container on a host of a class it never saw (target: under 50 µs).
 //!
 //! Run with `cargo bench -p placed-training --bench classes`. `PLACED_BENCH_CORPUS=DIR`
-//! uses a corpus already simulated there instead of simulating one.
+//! uses a corpus already simulated there instead of simulating one; `PLACED_BENCH_TREES=N`
+//! fits a final forest of N trees instead of 100.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -17,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use placed_models::classes::Corpus;
 use placed_models::forest::ForestParams;
-use placed_models::{ClassesModel, Observation, Predictor, TrainOptions};
+use placed_models::{ClassesModel, Dataset, Observation, Predictor, TrainOptions};
 use placed_training::pipeline::classes::{CORPUS_TOPOLOGIES, load_corpus, simulate_corpus};
 use placed_training::simulate::SimulationOptions;
 
@@ -26,8 +27,10 @@ fn median(mut runs: Vec<Duration>) -> (Duration, Duration, Duration) {
     (runs[runs.len() / 2], runs[0], runs[runs.len() - 1])
 }
 
-fn main() {
-    let dir = match std::env::var_os("PLACED_BENCH_CORPUS") {
+/// The corpus: `PLACED_BENCH_CORPUS`, or the real topologies simulated into a temporary
+/// directory.
+fn corpus_dir() -> PathBuf {
+    match std::env::var_os("PLACED_BENCH_CORPUS") {
         Some(d) => PathBuf::from(d),
         None => {
             let dir =
@@ -46,49 +49,34 @@ fn main() {
             .expect("simulates the corpus");
             dir
         }
-    };
-    let data = load_corpus(&dir).expect("reads the corpus");
-    let options = TrainOptions {
-        forest: ForestParams::new().n_trees(100),
-        cv_trees: Some(20),
-        ..TrainOptions::default()
-    };
-    let runs = 3;
-    let mut fits = Vec::new();
-    let mut model = None;
-    for _ in 0..runs {
-        let start = Instant::now();
-        let corpus = Corpus::new(&data, &options).expect("a corpus");
-        let (m, _) = ClassesModel::fit(&corpus, &options).expect("fits");
-        fits.push(start.elapsed());
-        model = Some(m);
     }
-    let model = Arc::new(model.expect("fitted"));
-    // Predict for the first class's host, as the daemon would.
-    let host = &data[0];
-    let ready = model
-        .for_host(
-            "bench-host",
-            host.header().v,
-            host.resources().expect("resources"),
-            host.header().placements.clone(),
-        )
-        .or_else(|_| {
-            // Refused there: take a class it predicts.
-            data.iter()
-                .find_map(|d| {
-                    model
-                        .for_host(
-                            "bench-host",
-                            d.header().v,
-                            d.resources()?,
-                            d.header().placements.clone(),
-                        )
-                        .ok()
-                })
-                .ok_or(())
+}
+
+/// Per-call times of predicting one container, for the host of most placements the model
+/// does not refuse; that host; calls per timing.
+fn bench_predict(model: &Arc<ClassesModel>, data: &[Dataset]) -> (Vec<Duration>, String, u32) {
+    // Predict for the host of most placements it does not refuse, as the daemon would:
+    // a prediction costs a forest walk per predicted placement, so that is the dearest.
+    let (ready, host) = data
+        .iter()
+        .filter_map(|d| {
+            let ready = model
+                .for_host(
+                    "bench-host",
+                    d.header().v,
+                    d.resources()?,
+                    d.header().placements.clone(),
+                )
+                .ok()?;
+            Some((ready, d))
         })
+        .max_by_key(|(_, d)| d.header().placements.len())
         .expect("some class is predicted");
+    let host_label = format!(
+        "{}, {} placements",
+        host.resources().map_or("", |r| r.machine.topology.as_str()),
+        host.header().placements.len()
+    );
     let base = Observation {
         value: 1000.0,
         spread: 5.0,
@@ -112,12 +100,44 @@ fn main() {
         }
         predicts.push(start.elapsed() / batch);
     }
+    (predicts, host_label, batch)
+}
+
+fn main() {
+    let dir = corpus_dir();
+    let data = load_corpus(&dir).expect("reads the corpus");
+    // The final forest's trees (`placed-train classes build --trees`): predicting walks
+    // every tree once per predicted placement.
+    let trees = std::env::var("PLACED_BENCH_TREES")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(100);
+    let options = TrainOptions {
+        forest: ForestParams::new().n_trees(trees),
+        cv_trees: Some(20),
+        ..TrainOptions::default()
+    };
+    let runs = 3;
+    let (mut fits, mut owns, mut across) = (Vec::new(), Vec::new(), Vec::new());
+    let mut model = None;
+    for _ in 0..runs {
+        let start = Instant::now();
+        let corpus = Corpus::new(&data, &options).expect("a corpus");
+        let own = start.elapsed();
+        let (m, _) = ClassesModel::fit(&corpus, &options).expect("fits");
+        fits.push(start.elapsed());
+        owns.push(own);
+        across.push(start.elapsed() - own);
+        model = Some(m);
+    }
+    let model = Arc::new(model.expect("fitted"));
+    let (predicts, host_label, batch) = bench_predict(&model, &data);
     let runs_total: usize = data
         .iter()
         .map(|d| d.records().len() / d.header().placements.len())
         .sum();
     println!(
-        "rayon threads: {}; corpus: {} classes, {runs_total} workload runs (SIMULATED)",
+        "rayon threads: {}; corpus: {} classes, {runs_total} workload runs (SIMULATED); final forest of {trees} trees",
         rayon::current_num_threads(),
         data.len()
     );
@@ -130,10 +150,20 @@ fn main() {
         "{:<64} {:>5} {:>11.3?} {:>11.3?} {:>11.3?}  < 60 s",
         "fit on the whole corpus (own CV, leave one class out, forest)", runs, m, lo, hi
     );
+    let (m, lo, hi) = median(owns);
+    println!(
+        "{:<64} {:>5} {:>11.3?} {:>11.3?} {:>11.3?}",
+        "  of which each class's own cross-validation", runs, m, lo, hi
+    );
+    let (m, lo, hi) = median(across);
+    println!(
+        "{:<64} {:>5} {:>11.3?} {:>11.3?} {:>11.3?}",
+        "  of which leaving each class out and the final forest", runs, m, lo, hi
+    );
     let (m, lo, hi) = median(predicts);
     println!(
         "{:<64} {:>5} {:>11.3?} {:>11.3?} {:>11.3?}  < 50 µs",
-        format!("predict one container (mean of {batch} calls)"),
+        format!("predict one container (mean of {batch} calls; {host_label})"),
         9,
         m,
         lo,

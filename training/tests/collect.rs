@@ -101,6 +101,10 @@ fn read(path: &Path) -> (MachineHeader, Vec<RunRecord>) {
     assert_eq!(header["kind"], "machine");
     header.as_object_mut().unwrap().remove("kind");
     let header: MachineHeader = serde_json::from_value(header).unwrap();
+    // The machine's resources follow the header, so the data can join a corpus for the
+    // model across machine classes.
+    let resources: serde_json::Value = serde_json::from_str(lines.next().unwrap()).unwrap();
+    assert_eq!(resources["kind"], "resources", "{resources}");
     let mut seen = HashSet::new();
     let records: Vec<RunRecord> = lines
         .map(|l| {
@@ -123,6 +127,8 @@ fn read(path: &Path) -> (MachineHeader, Vec<RunRecord>) {
 fn check_with_models(path: &Path, header: &MachineHeader) {
     let d = placed_models::Dataset::load(path).expect("the models crate reads the file");
     assert_eq!(d.header().placements.len(), header.placements.len());
+    let resources = d.resources().expect("the host's resources");
+    assert_eq!(resources.placements.len(), header.placements.len());
     assert_eq!(
         d.provenance(),
         placed_training::provenance::detect().provenance
@@ -234,9 +240,9 @@ fn a_killed_collection_resumes_without_duplicates() {
     let args = collect_args("data.jsonl", "1", &workloads, "3");
     let mut child = spawn(&mut command(dir.path(), &args));
     let pid = child.id();
-    // Header plus two measurements, then kill without warning.
+    // Header, resources and two measurements, then kill without warning.
     wait_for("two measurements", Duration::from_secs(120), || {
-        lines(&path) >= 3
+        lines(&path) >= 4
     });
     child.kill().unwrap();
     child.wait().unwrap();
@@ -272,7 +278,7 @@ fn sigint_stops_cleanly_and_removes_the_cgroups() {
     ));
     let pid = child.id();
     wait_for("a measurement", Duration::from_secs(120), || {
-        lines(&path) >= 2
+        lines(&path) >= 3
     });
     // Mid-measurement: the run cgroup exists.
     wait_for("a run cgroup", Duration::from_secs(120), || {

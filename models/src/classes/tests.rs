@@ -40,14 +40,21 @@ fn the_ablation_leaves_each_group_out_once() {
         let g = left_out.expect("a group left out");
         assert!(!a.groups.contains(&g), "{g:?}");
     }
-    // The behaviours turn on SMT sharing: without it the forest cannot tell packed from
-    // spread placements apart.
+    // The behaviours turn on SMT sharing, which the smt group and the span group (its
+    // sharing against the size's most) both describe: without either the forest cannot
+    // tell packed from spread placements apart.
     let with = ablation[0].1.overall().mean;
-    let without_smt = ablation
-        .iter()
-        .find(|(g, _)| *g == Some(FeatureGroup::Smt))
-        .map(|(_, a)| a.overall().mean)
-        .unwrap();
+    let blind = ResourceDescriber {
+        groups: FeatureGroup::ALL
+            .into_iter()
+            .filter(|g| !matches!(g, FeatureGroup::Smt | FeatureGroup::Span))
+            .collect(),
+    };
+    let without_smt = c
+        .leave_one_class_out(&blind, &options())
+        .unwrap()
+        .overall()
+        .mean;
     assert!(without_smt > with + 2.0, "{with} vs {without_smt}");
 }
 

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use placed_models::Provenance;
 use placed_models::data::{Line, LineRef, MachineHeader, RunRecord};
+use placed_models::resources::ClassResources;
 
 /// Why the data file cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -63,6 +64,8 @@ pub struct DataFile {
     pub resumed: bool,
     /// Whether a torn last line was dropped.
     pub dropped_torn_line: bool,
+    /// The machine's resources as the file holds them.
+    resources: Option<ClassResources>,
 }
 
 impl DataFile {
@@ -86,94 +89,27 @@ impl DataFile {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(io("read")(e)),
         };
-        let mut done = HashSet::new();
-        let mut unusable = HashSet::new();
-        let mut dropped_torn_line = false;
-        let mut keep_bytes = 0usize;
-        let mut resumed = false;
-        if let Some(bytes) = existing.as_deref() {
-            // Everything up to the last newline was written whole; a tail after it is the
-            // record a crash interrupted.
-            let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-            dropped_torn_line = whole < bytes.len();
-            let text = String::from_utf8_lossy(&bytes[..whole]);
-            let mut lines = text
-                .lines()
-                .enumerate()
-                .filter(|(_, l)| !l.trim().is_empty());
-            if let Some((_, first)) = lines.next() {
-                let parsed: Line =
-                    serde_json::from_str(first).map_err(|e| DataFileError::Corrupt {
-                        path: path.to_owned(),
-                        line: 1,
-                        detail: placed_models::json_error::JsonError::from(e).to_string(),
-                    })?;
-                let Line::Machine(found) = parsed else {
-                    return Err(DataFileError::Corrupt {
-                        path: path.to_owned(),
-                        line: 1,
-                        detail: "the first line is not the machine header".into(),
-                    });
-                };
-                if let Some(what) = header_difference(&found, header) {
-                    return Err(DataFileError::Mismatch {
-                        path: path.to_owned(),
-                        what,
-                    });
-                }
-                for (index, raw) in lines {
-                    let corrupt = |detail: String| DataFileError::Corrupt {
-                        path: path.to_owned(),
-                        line: index + 1,
-                        detail,
-                    };
-                    let record = match serde_json::from_str::<Line>(raw) {
-                        Ok(Line::Run(r)) => r,
-                        Ok(Line::Machine(_)) => return Err(corrupt("a second header".into())),
-                        // What the machine has is the header's business: nothing to resume.
-                        Ok(Line::Resources(_)) => continue,
-                        Err(e) => {
-                            return Err(corrupt(
-                                placed_models::json_error::JsonError::from(e).to_string(),
-                            ));
-                        }
-                    };
-                    if record.provenance != provenance {
-                        return Err(DataFileError::Mismatch {
-                            path: path.to_owned(),
-                            what: format!(
-                                "its runs were measured on {}, this host is {}",
-                                record.provenance, provenance
-                            ),
-                        });
-                    }
-                    let usable = record.unusable.is_none();
-                    note(
-                        &mut done,
-                        &mut unusable,
-                        (record.workload, record.run, record.placement),
-                        usable,
-                    );
-                }
-                keep_bytes = whole;
-                resumed = true;
-            }
-        }
+        let existing = match existing.as_deref() {
+            Some(bytes) => read_existing(path, bytes, header, provenance)?,
+            None => Existing::default(),
+        };
         let file = OpenOptions::new()
             .create(true)
             .write(true)
             .truncate(false)
             .open(path)
             .map_err(io("open"))?;
-        file.set_len(u64::try_from(keep_bytes).unwrap_or(u64::MAX))
+        file.set_len(u64::try_from(existing.keep_bytes).unwrap_or(u64::MAX))
             .map_err(io("truncate"))?;
+        let resumed = existing.resumed;
         let mut this = Self {
             path: path.to_owned(),
             file,
-            done,
-            unusable,
+            done: existing.done,
+            unusable: existing.unusable,
             resumed,
-            dropped_torn_line,
+            dropped_torn_line: existing.dropped_torn_line,
+            resources: existing.resources,
         };
         use std::io::Seek as _;
         this.file
@@ -194,6 +130,37 @@ impl DataFile {
             KeyState::Unusable
         } else {
             KeyState::Missing
+        }
+    }
+
+    /// Writes the machine's resources (what it has and each placement uses of it), so the
+    /// data can join a corpus for the model across machine classes (docs/models.md, "Across
+    /// classes"). A file that already holds them keeps them if they are the same and is
+    /// refused if they differ; one collected before resources were written gets them
+    /// appended (the loader takes the line anywhere after the header).
+    pub fn note_resources(&mut self, resources: &ClassResources) -> Result<(), DataFileError> {
+        match &self.resources {
+            Some(found) if found == resources => Ok(()),
+            Some(found) => Err(DataFileError::Mismatch {
+                path: self.path.clone(),
+                what: placed_core::text::clip(
+                    &format!(
+                        "its resources line differs from this host's: {} with {} nodes and interconnect {} against {} with {} and {}",
+                        found.machine.topology,
+                        found.machine.nodes,
+                        found.machine.interconnect,
+                        resources.machine.topology,
+                        resources.machine.nodes,
+                        resources.machine.interconnect,
+                    ),
+                    300,
+                ),
+            }),
+            None => {
+                self.write_line(&LineRef::Resources(resources))?;
+                self.resources = Some(resources.clone());
+                Ok(())
+            }
         }
     }
 
@@ -233,6 +200,99 @@ impl DataFile {
         self.file.write_all(&bytes).map_err(io("append to"))?;
         self.file.sync_data().map_err(io("sync"))
     }
+}
+
+/// What an existing data file holds, read to be continued.
+#[derive(Debug, Default)]
+struct Existing {
+    done: HashSet<Key>,
+    unusable: HashSet<Key>,
+    resources: Option<ClassResources>,
+    /// Bytes up to the end of its last whole line.
+    keep_bytes: usize,
+    dropped_torn_line: bool,
+    /// Whether it had a header to continue after.
+    resumed: bool,
+}
+
+/// Reads an existing file's `bytes`: its header must be `header`, its runs measured with
+/// `provenance`.
+fn read_existing(
+    path: &Path,
+    bytes: &[u8],
+    header: &MachineHeader,
+    provenance: Provenance,
+) -> Result<Existing, DataFileError> {
+    let mut out = Existing::default();
+    // Everything up to the last newline was written whole; a tail after it is the
+    // record a crash interrupted.
+    let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    out.dropped_torn_line = whole < bytes.len();
+    let text = String::from_utf8_lossy(&bytes[..whole]);
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
+    if let Some((_, first)) = lines.next() {
+        let parsed: Line = serde_json::from_str(first).map_err(|e| DataFileError::Corrupt {
+            path: path.to_owned(),
+            line: 1,
+            detail: placed_models::json_error::JsonError::from(e).to_string(),
+        })?;
+        let Line::Machine(found) = parsed else {
+            return Err(DataFileError::Corrupt {
+                path: path.to_owned(),
+                line: 1,
+                detail: "the first line is not the machine header".into(),
+            });
+        };
+        if let Some(what) = header_difference(&found, header) {
+            return Err(DataFileError::Mismatch {
+                path: path.to_owned(),
+                what,
+            });
+        }
+        for (index, raw) in lines {
+            let corrupt = |detail: String| DataFileError::Corrupt {
+                path: path.to_owned(),
+                line: index + 1,
+                detail,
+            };
+            let record = match serde_json::from_str::<Line>(raw) {
+                Ok(Line::Run(r)) => r,
+                Ok(Line::Machine(_)) => return Err(corrupt("a second header".into())),
+                // Kept to compare with this host's: nothing to resume.
+                Ok(Line::Resources(r)) => {
+                    out.resources = Some(r);
+                    continue;
+                }
+                Err(e) => {
+                    return Err(corrupt(
+                        placed_models::json_error::JsonError::from(e).to_string(),
+                    ));
+                }
+            };
+            if record.provenance != provenance {
+                return Err(DataFileError::Mismatch {
+                    path: path.to_owned(),
+                    what: format!(
+                        "its runs were measured on {}, this host is {}",
+                        record.provenance, provenance
+                    ),
+                });
+            }
+            let usable = record.unusable.is_none();
+            note(
+                &mut out.done,
+                &mut out.unusable,
+                (record.workload, record.run, record.placement),
+                usable,
+            );
+        }
+        out.keep_bytes = whole;
+        out.resumed = true;
+    }
+    Ok(out)
 }
 
 /// Files a record's key as done (usable) or unusable; a usable record settles the key for
@@ -369,6 +429,74 @@ pub(crate) mod tests {
         let err = DataFile::open(&path, &header(2), Provenance::VirtualMachine).unwrap_err();
         assert!(matches!(err, DataFileError::Mismatch { .. }), "{err}");
         assert!(err.to_string().contains("v = 1 instead of 2"), "{err}");
+    }
+
+    fn resources(interconnect: f64) -> ClassResources {
+        use placed_models::resources::{MachineResources, PlacementResources};
+        let placement = |id: &str, nodes: f64| PlacementResources {
+            id: id.into(),
+            nodes,
+            packages: 1.0,
+            l3: nodes,
+            cores: 2.0,
+            interconnect: nodes * interconnect,
+        };
+        ClassResources {
+            machine: MachineResources {
+                nodes: 2.0,
+                packages: 1.0,
+                l3: 2.0,
+                cores: 8.0,
+                threads_per_core: 2.0,
+                interconnect: 2.0 * interconnect,
+                measured_bandwidth: false,
+                topology: "numa:2 core:8 pu:2".into(),
+            },
+            placements: vec![placement("a", 1.0), placement("b", 2.0)],
+        }
+    }
+
+    #[test]
+    fn real_data_carries_the_hosts_resources_and_joins_a_corpus_across_classes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("data.jsonl");
+        let mut f = DataFile::open(&path, &header(1), Provenance::VirtualMachine).unwrap();
+        f.note_resources(&resources(1.0)).unwrap();
+        f.append(&record("w", "a")).unwrap();
+        drop(f);
+        // Resumed: the same resources are not written twice (the loader refuses a second).
+        let mut f = DataFile::open(&path, &header(1), Provenance::VirtualMachine).unwrap();
+        f.note_resources(&resources(1.0)).unwrap();
+        f.append(&record("w", "b")).unwrap();
+        drop(f);
+        let data = placed_models::Dataset::load(&path).unwrap();
+        assert_eq!(data.resources(), Some(&resources(1.0)));
+        assert_eq!(data.records().len(), 2);
+        // Other resources (another machine file's bandwidth) are another setting.
+        let mut f = DataFile::open(&path, &header(1), Provenance::VirtualMachine).unwrap();
+        let err = f.note_resources(&resources(0.5)).unwrap_err();
+        assert!(matches!(err, DataFileError::Mismatch { .. }), "{err}");
+        assert!(err.to_string().contains("resources line differs"), "{err}");
+    }
+
+    #[test]
+    fn a_file_collected_before_resources_were_written_gets_them_on_resume() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("data.jsonl");
+        let mut f = DataFile::open(&path, &header(1), Provenance::VirtualMachine).unwrap();
+        f.append(&record("w", "a")).unwrap();
+        f.append(&record("w", "b")).unwrap();
+        drop(f);
+        assert_eq!(
+            placed_models::Dataset::load(&path).unwrap().resources(),
+            None
+        );
+        let mut f = DataFile::open(&path, &header(1), Provenance::VirtualMachine).unwrap();
+        f.note_resources(&resources(1.0)).unwrap();
+        drop(f);
+        let data = placed_models::Dataset::load(&path).unwrap();
+        assert_eq!(data.resources(), Some(&resources(1.0)));
+        assert_eq!(data.records().len(), 2);
     }
 
     pub(crate) fn unusable_record(workload: &str, placement: &str) -> RunRecord {

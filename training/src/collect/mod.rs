@@ -50,6 +50,8 @@ pub enum CollectError {
         #[source]
         source: Box<PlacementError>,
     },
+    #[error("cannot count this host's resources for the data file's resources line")]
+    Resources(#[source] Box<placed_core::machine::InterconnectError>),
     #[error(transparent)]
     Workload(#[from] workloads::Error),
     #[error("no workloads given")]
@@ -213,6 +215,30 @@ pub fn host_placements(
     Ok((machine, set))
 }
 
+/// The data file, created or continued, with this host's resources line.
+fn open_data(
+    options: &Options,
+    machine: &Machine,
+    set: &PlacementSet,
+    header: &MachineHeader,
+    provenance: Provenance,
+) -> Result<DataFile, CollectError> {
+    // Counted before the file is touched, so a host whose resources cannot be counted
+    // leaves no file behind.
+    let resources = placed_models::resources::of_machine(machine, set)
+        .map_err(|e| CollectError::Resources(Box::new(e)))?;
+    let mut data = DataFile::open(&options.out, header, provenance)?;
+    if data.dropped_torn_line {
+        eprintln!(
+            "placed-train: dropped a torn last line of {} (a collection was killed while writing it)",
+            options.out.display()
+        );
+    }
+    // Real data joins a corpus for the model across machine classes only with it.
+    data.note_resources(&resources)?;
+    Ok(data)
+}
+
 /// Runs the collection described by `options` for `jobs`.
 pub fn collect(jobs: &[Box<dyn Job>], options: &Options) -> Result<Summary, CollectError> {
     options
@@ -221,16 +247,10 @@ pub fn collect(jobs: &[Box<dyn Job>], options: &Options) -> Result<Summary, Coll
         .map_err(|e| CollectError::Protocol(Box::new(e)))?;
     interrupt::install().map_err(CollectError::Signals)?;
     let started = Instant::now();
-    let (_, set) = host_placements(options.machine_file.as_deref(), options.vcpus)?;
+    let (machine, set) = host_placements(options.machine_file.as_deref(), options.vcpus)?;
     let detection = provenance::detect();
     let header = header(&set);
-    let mut data = DataFile::open(&options.out, &header, detection.provenance)?;
-    if data.dropped_torn_line {
-        eprintln!(
-            "placed-train: dropped a torn last line of {} (a collection was killed while writing it)",
-            options.out.display()
-        );
-    }
+    let mut data = open_data(options, &machine, &set, &header, detection.provenance)?;
     let steps = plan::steps(options.runs, jobs.len(), set.placements.len());
     let key = |s: &plan::Step| {
         (
