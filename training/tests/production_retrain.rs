@@ -4,14 +4,11 @@
 //! workloads of that behaviour by at least 30% (issue 26). `docs/models.md` ("Production
 //! data") has the figures.
 
-use placed_core::machine::{Machine, TopologySource};
-use placed_core::placement::important_placements;
 use placed_models::check::check;
 use placed_models::data::RunRecord;
 use placed_models::forest::ForestParams;
 use placed_models::impute::completed;
 use placed_models::{Dataset, Predictor, TrainOptions, fit};
-use placed_training::simulate::{SimMachine, SimulationOptions, simulate};
 
 /// Held-out mean error of `model` on `data`.
 fn error(model: &dyn Predictor, data: &Dataset) -> f64 {
@@ -29,22 +26,7 @@ fn subset(data: &Dataset, keep: impl Fn(&RunRecord) -> bool) -> Dataset {
 
 #[test]
 fn production_data_of_a_left_out_behaviour_cuts_its_held_out_error() {
-    let machine = Machine::load(
-        &TopologySource::Synthetic("pack:4 numa:2 l3:1 l2:4 core:2 pu:1".into()),
-        None,
-    )
-    .expect("synthetic topology");
-    let set = important_placements(&machine, 16).expect("placements");
-    let sim = SimMachine::from_placed(&machine, &set).expect("resources");
-    let data = simulate(
-        &sim,
-        &SimulationOptions {
-            families: 32,
-            workloads_per_family: 6,
-            ..SimulationOptions::default()
-        },
-    )
-    .expect("simulates");
+    let data = crate::support::simulated_data(6);
     let options = TrainOptions {
         forest: ForestParams::new().n_trees(20),
         cv_trees: Some(10),

@@ -3,30 +3,12 @@
 //! A small data set and few trees keep this quick; `docs/models.md` has the full-size
 //! figures.
 
-use placed_core::machine::{Machine, TopologySource};
-use placed_core::placement::important_placements;
 use placed_models::forest::ForestParams;
 use placed_models::{TrainOptions, evaluate};
-use placed_training::simulate::{SimMachine, SimulationOptions, simulate};
 
 #[test]
 fn the_forest_beats_every_comparator_on_held_out_families() {
-    let machine = Machine::load(
-        &TopologySource::Synthetic("pack:4 numa:2 l3:1 l2:4 core:2 pu:1".into()),
-        None,
-    )
-    .expect("synthetic topology");
-    let set = important_placements(&machine, 16).expect("placements");
-    let sim = SimMachine::from_placed(&machine, &set).expect("resources");
-    let data = simulate(
-        &sim,
-        &SimulationOptions {
-            families: 32,
-            workloads_per_family: 4,
-            ..SimulationOptions::default()
-        },
-    )
-    .expect("simulates");
+    let data = crate::support::simulated_data(4);
     let options = TrainOptions {
         forest: ForestParams::new().n_trees(20),
         ..TrainOptions::default()

@@ -19,8 +19,7 @@ use placed_core::placement::PlacementSet;
 use placed_host::observe::Measurement;
 use placed_models::Provenance;
 use placed_models::data::{
-    DATA_FORMAT_VERSION, Line, LineRef, MAX_NAME, MachineHeader, Measurement as Cell,
-    PlacementInfo, RunRecord, line,
+    Line, LineRef, MAX_NAME, MachineHeader, Measurement as Cell, RunRecord, line,
 };
 
 use crate::config::ProductionDataConfig;
@@ -315,7 +314,7 @@ impl Production {
             source,
         };
         std::fs::create_dir_all(&self.dir).map_err(io)?;
-        let header = header_of(set);
+        let header = MachineHeader::of(set);
         if path.exists() {
             if let Some(open) = resume(&path, &header, provenance).map_err(io)? {
                 return Ok(open);
@@ -384,24 +383,6 @@ fn resume(
         cells,
         full_said: false,
     }))
-}
-
-/// The header of `set`'s data, as the collector writes it.
-fn header_of(set: &PlacementSet) -> MachineHeader {
-    MachineHeader {
-        version: DATA_FORMAT_VERSION,
-        fingerprint: set.fingerprint.clone(),
-        v: u32::try_from(set.vcpus).unwrap_or(u32::MAX),
-        concerns: set.concerns.clone(),
-        placements: set
-            .placements
-            .iter()
-            .map(|p| PlacementInfo {
-                id: p.id.clone(),
-                scores: p.scores_in_units(),
-            })
-            .collect(),
-    }
 }
 
 /// `text` cut to what a data file holds of a name.

@@ -33,7 +33,7 @@ use placed_host::cgroup::{CgroupPath, Version};
 use placed_host::fake::FakeKernel;
 use placed_host::migrate::HoldPoint;
 use placed_host::observe::SourceSpec;
-use placed_models::data::{DATA_FORMAT_VERSION, MachineHeader, PlacementInfo, RunRecord};
+use placed_models::data::{MachineHeader, RunRecord};
 use placed_models::forest::ForestParams;
 use placed_models::{Dataset, Model, SizesModel, TrainOptions};
 use tokio::sync::broadcast::{Receiver, error::RecvError};
@@ -86,20 +86,7 @@ pub fn options() -> TrainOptions {
 /// its index: four families, two rising and two falling.
 pub fn data(machine: &Machine, v: usize) -> Dataset {
     let set = important_placements(machine, v).expect("placements for the test v");
-    let header = MachineHeader {
-        version: DATA_FORMAT_VERSION,
-        fingerprint: set.fingerprint.clone(),
-        v: u32::try_from(v).unwrap(),
-        concerns: set.concerns.clone(),
-        placements: set
-            .placements
-            .iter()
-            .map(|p| PlacementInfo {
-                id: p.id.clone(),
-                scores: p.scores_in_units(),
-            })
-            .collect(),
-    };
+    let header = MachineHeader::of(&set);
     let mut records = Vec::new();
     for family in ["up-a", "up-b", "down-a", "down-b"] {
         for w in 0..4u32 {

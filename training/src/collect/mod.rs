@@ -23,9 +23,7 @@ use placed_core::machine::{Machine, MachineError, TopologySource};
 use placed_core::placement::{Placement, PlacementError, PlacementSet, important_placements};
 use placed_host::observe::{Measurement as Observed, ObserveError, Perf, Protocol};
 use placed_models::Provenance;
-use placed_models::data::{
-    DATA_FORMAT_VERSION, MachineHeader, Measurement, PlacementInfo, RunRecord,
-};
+use placed_models::data::{MachineHeader, Measurement, RunRecord};
 
 pub use self::attempts::{
     DEFAULT_MAX_INTERVAL, Measure, Outcome, longer_window, measure, relative_interval,
@@ -184,24 +182,6 @@ pub fn resolve(names: &[String], file: Option<&Path>) -> Result<Vec<Box<dyn Job>
     Ok(out)
 }
 
-/// The data header for a placement set.
-pub fn header(set: &PlacementSet) -> MachineHeader {
-    MachineHeader {
-        version: DATA_FORMAT_VERSION,
-        fingerprint: set.fingerprint.clone(),
-        v: u32::try_from(set.vcpus).unwrap_or(u32::MAX),
-        concerns: set.concerns.clone(),
-        placements: set
-            .placements
-            .iter()
-            .map(|p| PlacementInfo {
-                id: p.id.clone(),
-                scores: p.scores_in_units(),
-            })
-            .collect(),
-    }
-}
-
 /// This host's machine model and important placements for `v`.
 pub fn host_placements(
     machine_file: Option<&Path>,
@@ -249,7 +229,7 @@ pub fn collect(jobs: &[Box<dyn Job>], options: &Options) -> Result<Summary, Coll
     let started = Instant::now();
     let (machine, set) = host_placements(options.machine_file.as_deref(), options.vcpus)?;
     let detection = provenance::detect();
-    let header = header(&set);
+    let header = MachineHeader::of(&set);
     let mut data = open_data(options, &machine, &set, &header, detection.provenance)?;
     let steps = plan::steps(options.runs, jobs.len(), set.placements.len());
     let key = |s: &plan::Step| {
