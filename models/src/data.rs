@@ -11,6 +11,8 @@ use serde::{Deserialize, Deserializer, Serialize};
 pub use validate::MAX_NAME;
 use validate::{check_resources, validate};
 
+#[cfg(feature = "machine")]
+mod header;
 pub mod merge;
 mod validate;
 
@@ -77,28 +79,6 @@ pub struct MachineHeader {
     pub concerns: Vec<String>,
     /// Every important placement for `v` on this machine class.
     pub placements: Vec<PlacementInfo>,
-}
-
-impl MachineHeader {
-    /// The header of data measured in `set`'s placements: what the collector writes and
-    /// the daemon's production data begins with.
-    #[cfg(feature = "machine")]
-    pub fn of(set: &placed_core::placement::PlacementSet) -> Self {
-        Self {
-            version: DATA_FORMAT_VERSION,
-            fingerprint: set.fingerprint.clone(),
-            v: u32::try_from(set.vcpus).unwrap_or(u32::MAX),
-            concerns: set.concerns.clone(),
-            placements: set
-                .placements
-                .iter()
-                .map(|p| PlacementInfo {
-                    id: p.id.clone(),
-                    scores: p.scores_in_units(),
-                })
-                .collect(),
-        }
-    }
 }
 
 /// A measured performance value. Higher is better: collectors convert times to rates.

@@ -91,7 +91,7 @@ mod node;
 mod outcome;
 mod overrides;
 mod persistence;
-mod production;
+pub mod production;
 mod reconcile;
 mod register;
 mod requests;

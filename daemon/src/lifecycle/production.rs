@@ -32,7 +32,8 @@ pub const FAMILY_LABEL: &str = "placed.io/family";
 pub const WORKLOAD_LABEL: &str = "placed.io/workload";
 
 /// One measurement of a managed container to keep.
-pub(crate) struct Measured<'a> {
+#[derive(Debug)]
+pub struct Measured<'a> {
     /// The placements of the container's size: the file's header.
     pub set: &'a PlacementSet,
     /// The container's name.
@@ -45,14 +46,14 @@ pub(crate) struct Measured<'a> {
 }
 
 /// The run number of the evaluation made at `unix_ms`.
-pub(crate) fn run_of(unix_ms: i64) -> u32 {
+pub fn run_of(unix_ms: i64) -> u32 {
     // The remainder is below 2^32 by construction.
     u32::try_from(unix_ms.rem_euclid(1 << 32)).unwrap_or(0)
 }
 
 /// The production data files of this daemon.
 #[derive(Debug)]
-pub(crate) struct Production {
+pub struct Production {
     dir: PathBuf,
     provenance: Provenance,
     host: Option<String>,
@@ -81,9 +82,9 @@ struct Open {
 
 /// Runs whose cells are remembered per file. A run's cells all arrive during its
 /// evaluation and the watch measurement after it, so only runs in progress can repeat a
-/// cell: remembering every run of a full file (64 MiB, about 130,000 records) would cost
-/// the daemon more memory than all else it keeps.
-const RUNS_REMEMBERED: usize = 4096;
+/// cell, one per container at most: remembering every run of a full file (64 MiB, about
+/// 130,000 records) would cost the daemon more memory than all else it keeps.
+const RUNS_REMEMBERED: usize = 1024;
 
 /// The cells of the last [`RUNS_REMEMBERED`] runs, by (workload, run), oldest forgotten
 /// first.
@@ -487,22 +488,22 @@ mod tests {
         assert_eq!(metrics.production_errors.get(), 0);
     }
 
-    /// Memory stays bounded however long the daemon runs: the cells of the last 4,096 runs
+    /// Memory stays bounded however long the daemon runs: the cells of the last 1,024 runs
     /// are remembered, the oldest forgotten first, and a run in progress is always among
     /// them.
     #[test]
     fn only_the_latest_runs_are_remembered() {
         let mut runs = RecentRuns::default();
-        for run in 0..5000u32 {
+        for run in 0..2000u32 {
             runs.insert("pg", run, "a");
             runs.insert("pg", run, "b");
         }
         assert_eq!(runs.order.len(), RUNS_REMEMBERED);
         assert_eq!(runs.cells.len(), RUNS_REMEMBERED);
         assert!(!runs.contains("pg", 0, "a"), "the oldest is forgotten");
-        assert!(runs.contains("pg", 4999, "a") && runs.contains("pg", 4999, "b"));
-        assert!(!runs.contains("pg", 4999, "c"));
-        assert!(!runs.contains("redis", 4999, "a"));
+        assert!(runs.contains("pg", 1999, "a") && runs.contains("pg", 1999, "b"));
+        assert!(!runs.contains("pg", 1999, "c"));
+        assert!(!runs.contains("redis", 1999, "a"));
     }
 
     #[test]
