@@ -20,7 +20,7 @@ use placed::config::ProductionDataConfig;
 use placed::lifecycle::production::{Measured, Production};
 use placed::telemetry::Metrics;
 use placed_core::machine::{Machine, TopologySource};
-use placed_host::observe::{Estimate, Incarnation, Kind, Measurement};
+use placed_host::observe::{Kind, Measurement};
 use placed_models::Provenance;
 
 #[path = "support/crowded.rs"]
@@ -54,20 +54,7 @@ fn rss_kib() -> u64 {
 fn measurement(value: f64) -> Measurement {
     Measurement {
         source: "prometheus http://10.0.0.5:9100/metrics requests_total".into(),
-        kind: Kind::Counter,
-        incarnation: Incarnation {
-            pid: 1,
-            start_ticks: 1,
-        },
-        warmup_s: 2.0,
-        window_s: 0.5,
-        windows: Vec::new(),
-        estimate: Estimate {
-            value,
-            lo: value * 0.98,
-            hi: value * 1.02,
-            confidence: 0.95,
-        },
+        ..Measurement::steady(Kind::Counter, value, 0.02)
     }
 }
 

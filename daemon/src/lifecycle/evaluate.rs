@@ -436,28 +436,12 @@ fn prediction_warnings(
 
 #[cfg(test)]
 mod tests {
-    use placed_host::observe::{Estimate, Incarnation, Kind};
+    use placed_host::observe::{Estimate, Kind};
 
     use super::*;
 
     fn measured(median: f64) -> Measurement {
-        Measurement {
-            source: "pushed".into(),
-            kind: Kind::Counter,
-            incarnation: Incarnation {
-                pid: 1,
-                start_ticks: 1,
-            },
-            warmup_s: 0.0,
-            window_s: 1.0,
-            windows: Vec::new(),
-            estimate: Estimate {
-                value: median,
-                lo: median * 0.9,
-                hi: median * 1.1,
-                confidence: 0.95,
-            },
-        }
+        Measurement::steady(Kind::Counter, median, 0.1)
     }
 
     #[test]

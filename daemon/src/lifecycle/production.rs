@@ -395,7 +395,7 @@ fn clip(text: &str) -> String {
 mod tests {
     use super::*;
     use placed_core::machine::{Machine, TopologySource};
-    use placed_host::observe::{Estimate, Incarnation, Kind};
+    use placed_host::observe::Kind;
     use placed_models::Dataset;
 
     fn set() -> PlacementSet {
@@ -408,23 +408,7 @@ mod tests {
     }
 
     fn measurement(value: f64) -> Measurement {
-        Measurement {
-            source: "pushed".into(),
-            kind: Kind::Gauge,
-            incarnation: Incarnation {
-                pid: 1,
-                start_ticks: 1,
-            },
-            warmup_s: 0.0,
-            window_s: 1.0,
-            windows: Vec::new(),
-            estimate: Estimate {
-                value,
-                lo: value * 0.99,
-                hi: value * 1.01,
-                confidence: 0.95,
-            },
-        }
+        Measurement::steady(Kind::Gauge, value, 0.01)
     }
 
     fn keep(p: &Production, config: &ProductionDataConfig, set: &PlacementSet, run: u32) {

@@ -197,6 +197,30 @@ pub struct Measurement {
 }
 
 impl Measurement {
+    /// A measurement of a pushed metric whose median is `value` and whose interval is
+    /// `relative` either side of it, with no windows: what tests and benches of the steps
+    /// after measuring need, without measuring.
+    #[cfg(any(test, feature = "fake"))]
+    pub fn steady(kind: Kind, value: f64, relative: f64) -> Self {
+        Self {
+            source: "pushed".into(),
+            kind,
+            incarnation: Incarnation {
+                pid: 1,
+                start_ticks: 1,
+            },
+            warmup_s: 0.0,
+            window_s: 1.0,
+            windows: Vec::new(),
+            estimate: Estimate {
+                value,
+                lo: value * (1.0 - relative),
+                hi: value * (1.0 + relative),
+                confidence: 0.95,
+            },
+        }
+    }
+
     /// Values of the kept windows, in order.
     pub fn kept_values(&self) -> Vec<f64> {
         self.windows
