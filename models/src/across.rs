@@ -13,6 +13,7 @@ use linfa::DatasetBase;
 use linfa::prelude::*;
 use ndarray::{Array1, Array2};
 
+use crate::dominance::Order;
 use crate::evaluation::Evaluation;
 use crate::forest::{Forest, ForestError, ForestParams};
 
@@ -21,6 +22,8 @@ pub(crate) struct Group {
     pub(crate) evaluation: Evaluation,
     /// Per placement (the data's order), its description.
     pub(crate) described: Vec<Vec<f64>>,
+    /// Which placements are no better than which (empty where unknown).
+    pub(crate) order: Order,
 }
 
 impl Group {
@@ -175,7 +178,14 @@ pub(crate) fn hold_out(
         for r in (0..e.rows.len()).filter(|&r| out.contains(&e.rows[r].family.as_str())) {
             for target in held.targets(probe) {
                 let x = Array1::from(held.features(r, probe, target));
-                let predicted = forest.predict_with_spread(x.view())?.mean[0];
+                let forest_says = forest.predict_with_spread(x.view())?.mean[0];
+                let predicted = held.order.bound(
+                    target,
+                    e.baseline,
+                    probe,
+                    held.probe_ratio(r, probe),
+                    forest_says,
+                );
                 let actual = e.actual[[r, target]];
                 errors.push((predicted - actual).abs() / actual);
             }

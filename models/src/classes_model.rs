@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::across::nearest;
 use crate::classes::{AcrossClasses, ClassesError, Corpus, quantile_of};
 use crate::data::{PlacementInfo, Provenance};
+use crate::dominance::Order;
 use crate::forest::Forest;
 use crate::forest_file::{self, ForestBody};
 use crate::model::MachineClass;
@@ -237,6 +238,7 @@ impl ClassesModel {
             });
         }
         let described = self.body.describer.describe_all(resources, v);
+        let order = Order::of(resources);
         let probe = nearest(&described, 0, &self.body.probe_description).ok_or(
             ForHostError::TooFewPlacements {
                 v,
@@ -252,6 +254,7 @@ impl ClassesModel {
             format!("{}-classes-v{v}", self.id),
             placements,
             described,
+            order,
             probe,
         ))
     }
@@ -361,6 +364,41 @@ mod tests {
             let i = c.interval.expect("every predicted cell has an interval");
             assert!(i.low < c.relative && c.relative < i.high, "{c:?}");
         }
+    }
+
+    #[test]
+    fn no_prediction_crosses_what_was_measured_in_a_placement_no_better() {
+        let (model, _) = fitted();
+        let mut body = model.body.clone();
+        for c in &mut body.classes {
+            c.category_mean = c.across_mean + 1.0;
+        }
+        let model = Arc::new(ClassesModel::from_body(body, model.id.clone()));
+        let host = class(3);
+        let ready = model
+            .for_host(
+                "never-trained",
+                8,
+                host.resources().unwrap(),
+                host.header().placements.clone(),
+            )
+            .unwrap();
+        assert_eq!(ready.baseline(), "n1-c4");
+        assert_eq!(ready.probe(), "n2-c8");
+        let value = |value| Observation {
+            value,
+            ..Default::default()
+        };
+        // The probe's two nodes ran at 0.3 x the baseline. The forest, trained on classes
+        // where fewer cores never helped, still says 1.0 for the same two nodes with half
+        // the cores; that placement has nothing the probe lacks, so it is held at 0.3.
+        let p = ready.predict(&value(1000.0), &value(300.0)).unwrap();
+        let fewer_cores = p.placements.iter().find(|c| c.id == "n2-c4").unwrap();
+        assert!(!fewer_cores.measured);
+        assert!(fewer_cores.relative <= 0.3 + 1e-9, "{fewer_cores:?}");
+        // Other placements are the forest's.
+        let more_nodes = p.placements.iter().find(|c| c.id == "n3-c4").unwrap();
+        assert!(more_nodes.relative > 0.3, "{more_nodes:?}");
     }
 
     #[test]

@@ -60,6 +60,7 @@ pub mod classes;
 pub mod classes_model;
 pub mod cv;
 pub mod data;
+mod dominance;
 pub mod evaluation;
 pub mod features;
 pub mod forest;

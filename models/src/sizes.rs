@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::across::{self, Group, mean_probe};
 use crate::data::{Dataset, PlacementInfo, Provenance};
+use crate::dominance::Order;
 use crate::evaluation::{Evaluation, evaluate};
 use crate::forest::{Forest, ForestError};
 use crate::train::{TrainError, TrainOptions};
@@ -272,6 +273,8 @@ impl Prepared {
                 group: Group {
                     evaluation,
                     described: describer.describe_all(d),
+                    // Concern scores do not say which placement is no better than which.
+                    order: Order::default(),
                 },
             })
             .collect();

@@ -20,6 +20,7 @@ use crate::features::Observation;
 use crate::forest::Forest;
 use crate::forest_file::{self, ForestBody};
 use crate::gate::GateFailure;
+use crate::dominance::Order;
 use crate::interval::{Interval, conformal_quantile};
 use crate::model::{MachineClass, PlacementPrediction, PredictError, Prediction};
 use crate::model_file::{Head, ModelFileError};
@@ -238,6 +239,8 @@ impl SizesModel {
             model: Arc::clone(self) as Arc<dyn AcrossForest>,
             placements,
             described,
+            // Concern scores do not say which placement is no better than which.
+            order: Order::default(),
             probe,
         })
     }
@@ -306,6 +309,7 @@ pub struct SizedModel {
     id: String,
     placements: Vec<PlacementInfo>,
     described: Vec<Vec<f64>>,
+    order: Order,
     probe: usize,
 }
 
@@ -321,6 +325,7 @@ impl SizedModel {
         id: String,
         placements: Vec<PlacementInfo>,
         described: Vec<Vec<f64>>,
+        order: Order,
         probe: usize,
     ) -> Self {
         Self {
@@ -329,6 +334,7 @@ impl SizedModel {
             id,
             placements,
             described,
+            order,
             probe,
         }
     }
@@ -400,7 +406,8 @@ impl Predictor for SizedModel {
                         .model
                         .forest()
                         .predict_with_spread(Array1::from(x).view())?;
-                    (out.mean[0], out.spread[0], false)
+                    let relative = self.order.bound(i, 0, self.probe, ratio, out.mean[0]);
+                    (relative, out.spread[0], false)
                 };
                 Ok(PlacementPrediction {
                     id: p.id.clone(),

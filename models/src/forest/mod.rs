@@ -82,13 +82,16 @@ pub struct ForestValidParams {
     seed: u64,
 }
 
+/// Trees in a forest unless told otherwise.
+pub const DEFAULT_TREES: usize = 100;
+
 impl Default for ForestParams {
     /// 100 trees, unlimited depth, leaves of at least 2 samples, every feature tried at every
     /// split (scikit-learn's regression default: with two to a dozen features, subsampling
     /// mostly hides the one informative ratio), bootstrap on, seed 0.
     fn default() -> Self {
         Self(ForestValidParams {
-            n_trees: 100,
+            n_trees: DEFAULT_TREES,
             max_depth: None,
             min_samples_leaf: 2,
             max_features: 1.0,

@@ -9,7 +9,7 @@ use placed_core::machine::TopologySource;
 use placed_host::observe::Protocol;
 use placed_models::TrainOptions;
 use placed_models::categories::CategoryParams;
-use placed_models::forest::ForestParams;
+use placed_models::forest::{DEFAULT_TREES, ForestParams};
 use placed_models::interval::IntervalParams;
 
 use super::CliError;
@@ -396,7 +396,7 @@ impl ClassesCmd {
                         ));
                     }
                 },
-                options: train.options()?,
+                options: train.options_defaulting(placed_models::classes::FINAL_TREES)?,
             },
         })
     }
@@ -533,6 +533,11 @@ impl TrainFlags {
     }
 
     fn options(&self) -> Result<TrainOptions, CliError> {
+        self.options_defaulting(DEFAULT_TREES)
+    }
+
+    /// The options, with `trees` in the final forest unless `--trees` says otherwise.
+    fn options_defaulting(&self, trees: usize) -> Result<TrainOptions, CliError> {
         if !(self.interval_level > 0.0 && self.interval_level < 1.0) {
             return Err(CliError::Usage(
                 "--interval-level must be a fraction between 0 and 1 (0.9 for 90% intervals)"
@@ -541,7 +546,9 @@ impl TrainFlags {
         }
         Ok(TrainOptions {
             baseline: self.baseline.clone(),
-            forest: ForestParams::new().n_trees(self.trees).seed(self.seed),
+            forest: ForestParams::new()
+                .n_trees(self.trees.unwrap_or(trees))
+                .seed(self.seed),
             cv_trees: self.cv_trees,
             categories: CategoryParams {
                 seed: self.seed,
@@ -569,3 +576,6 @@ impl TrainFlags {
         })
     }
 }
+
+#[cfg(test)]
+mod tests;
