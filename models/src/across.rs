@@ -16,6 +16,7 @@ use ndarray::{Array1, Array2};
 use crate::dominance::Order;
 use crate::evaluation::Evaluation;
 use crate::forest::{Forest, ForestError, ForestParams};
+use crate::spread_scale::relative_spread;
 
 /// One group's data as the forest reads it.
 pub(crate) struct Group {
@@ -146,6 +147,8 @@ pub(crate) struct HeldOut {
     pub(crate) probe: usize,
     /// Each predicted cell's relative error (a fraction), row by row.
     pub(crate) errors: Vec<f64>,
+    /// Each predicted cell's relative spread across the forest's trees, in the same order.
+    pub(crate) spreads: Vec<f64>,
 }
 
 /// `held` predicted by forests trained on `others`, its families dealt into `folds` folds
@@ -163,7 +166,7 @@ pub(crate) fn hold_out(
     families.sort_unstable();
     families.dedup();
     let folds = folds.map_or(families.len(), |f| f.clamp(1, families.len().max(1)));
-    let mut errors = Vec::new();
+    let (mut errors, mut spreads) = (Vec::new(), Vec::new());
     for fold in 0..folds {
         // Sorted names put a family's siblings (`bandwidth-0`, `bandwidth-1`) side by
         // side: dealt round, they land in different folds.
@@ -178,18 +181,23 @@ pub(crate) fn hold_out(
         for r in (0..e.rows.len()).filter(|&r| out.contains(&e.rows[r].family.as_str())) {
             for target in held.targets(probe) {
                 let x = Array1::from(held.features(r, probe, target));
-                let forest_says = forest.predict_with_spread(x.view())?.mean[0];
+                let forest_says = forest.predict_with_spread(x.view())?;
                 let predicted = held.order.bound(
                     target,
                     e.baseline,
                     probe,
                     held.probe_ratio(r, probe),
-                    forest_says,
+                    forest_says.mean[0],
                 );
                 let actual = e.actual[[r, target]];
                 errors.push((predicted - actual).abs() / actual);
+                spreads.push(relative_spread(forest_says.mean[0], forest_says.spread[0]));
             }
         }
     }
-    Ok(HeldOut { probe, errors })
+    Ok(HeldOut {
+        probe,
+        errors,
+        spreads,
+    })
 }

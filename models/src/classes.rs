@@ -11,8 +11,9 @@
 //! is what a host has without a model of its own (docs/models.md, "Comparators").
 //!
 //! Intervals are calibrated by leaving classes out as well: a held-out class's cells are
-//! judged against the 90% quantile of the other classes' held-out errors, so the coverage
-//! reported is that of a machine the calibration never saw.
+//! judged against intervals scaled by each cell's spread with the 90% quantile of the other
+//! classes' held-out scores ([`SpreadScale`]), so the coverage reported is that of a machine
+//! the calibration never saw.
 
 use crate::accuracy::ErrorSummary;
 use crate::across::{self, Group, mean_probe};
@@ -23,6 +24,7 @@ use crate::forest::{Forest, ForestError};
 use crate::interval::conformal_quantile;
 use crate::resources::{ClassResources, FeatureGroup, ResourceDescriber, machine_shape};
 use crate::sizes::ACROSS_LEVEL;
+use crate::spread_scale::SpreadScale;
 use crate::train::{TrainError, TrainOptions};
 
 /// Folds a held-out class's families are dealt into, each predicted by a forest trained
@@ -60,9 +62,10 @@ pub struct HeldOutClass {
     pub category_mean: ErrorSummary,
     /// The model across classes, trained without this class.
     pub across: ErrorSummary,
-    /// The interval half-width (relative error) calibrated on the other classes.
-    pub quantile: f64,
-    /// The share of its predicted cells inside that interval.
+    /// The median of its cells' interval half-widths (relative error), each calibrated on
+    /// the other classes and scaled by the cell's spread ([`SpreadScale`]).
+    pub half_width: f64,
+    /// The share of its predicted cells inside their intervals.
     pub coverage: f64,
     /// How its machine is shaped ([`machine_shape`]): a new machine takes the verdict of
     /// the held-out class shaped most like it.
@@ -131,6 +134,14 @@ fn combine(parts: impl Iterator<Item = ErrorSummary>) -> ErrorSummary {
         worst,
         cells,
     }
+}
+
+/// Every held-out cell of a corpus, for calibrating the model fitted on all of it.
+pub(crate) struct HeldOutCells {
+    /// Relative errors (fractions).
+    pub(crate) errors: Vec<f64>,
+    /// Errors against spreads ([`SpreadScale::score`]).
+    pub(crate) scores: Vec<f64>,
 }
 
 /// Why a corpus cannot train a model across classes.
@@ -305,16 +316,18 @@ impl Corpus {
             .collect()
     }
 
-    /// Each class held out, and every held-out cell's relative error (a fraction).
+    /// Each class held out, and every held-out cell's relative error (a fraction) and
+    /// score against its spread ([`SpreadScale::score`]).
     pub(crate) fn held_out(
         &self,
         describer: &ResourceDescriber,
         options: &TrainOptions,
-    ) -> Result<(AcrossClasses, Vec<f64>), ClassesError> {
+    ) -> Result<(AcrossClasses, HeldOutCells), ClassesError> {
         let groups = self.groups(describer);
         let refs: Vec<&Group> = groups.iter().collect();
         let params = options.cv_forest();
         let mut errors: Vec<Vec<f64>> = Vec::with_capacity(groups.len());
+        let mut spreads: Vec<Vec<f64>> = Vec::with_capacity(groups.len());
         let mut probes = Vec::with_capacity(groups.len());
         for (k, class) in self.classes.iter().enumerate() {
             // Every file of the held-out machine class is kept out, not only this one.
@@ -327,20 +340,33 @@ impl Corpus {
             let held = across::hold_out(&groups[k], &others, &params, Some(FAMILY_FOLDS))?;
             probes.push(held.probe);
             errors.push(held.errors);
+            spreads.push(held.spreads);
         }
+        let scores: Vec<Vec<f64>> = errors
+            .iter()
+            .zip(&spreads)
+            .map(|(e, s)| {
+                e.iter()
+                    .zip(s)
+                    .map(|(&e, &s)| SpreadScale::score(e, s))
+                    .collect()
+            })
+            .collect();
         let mut out = Vec::with_capacity(self.classes.len());
         for (k, class) in self.classes.iter().enumerate() {
             // Calibrated on the other machine classes' held-out cells only.
             let mut calibration: Vec<f64> = self
                 .classes
                 .iter()
-                .zip(&errors)
+                .zip(&scores)
                 .filter(|(c, _)| c.fingerprint != class.fingerprint)
-                .flat_map(|(_, e)| e.iter().copied())
+                .flat_map(|(_, s)| s.iter().copied())
                 .collect();
-            let quantile = quantile_of(&mut calibration);
+            let scale = SpreadScale::calibrated(&mut calibration);
             let own = &errors[k];
-            let covered = own.iter().filter(|&&e| e <= quantile).count();
+            let mut widths: Vec<f64> = spreads[k].iter().map(|&s| scale.half_width(s)).collect();
+            let covered = own.iter().zip(&widths).filter(|&(e, h)| e <= h).count();
+            widths.sort_by(f64::total_cmp);
             let e = &class.evaluation;
             out.push(HeldOutClass {
                 fingerprint: class.fingerprint.clone(),
@@ -356,7 +382,7 @@ impl Corpus {
                     worst: 0.0,
                     cells: 0,
                 }),
-                quantile,
+                half_width: widths.get(widths.len() / 2).copied().unwrap_or(0.0),
                 coverage: if own.is_empty() {
                     0.0
                 } else {
@@ -370,7 +396,13 @@ impl Corpus {
             groups: describer.groups.clone(),
             classes: out,
         };
-        Ok((report, errors.into_iter().flatten().collect()))
+        Ok((
+            report,
+            HeldOutCells {
+                errors: errors.into_iter().flatten().collect(),
+                scores: scores.into_iter().flatten().collect(),
+            },
+        ))
     }
 
     /// The forest over every class's rows, and the mean description of their own probes.

@@ -23,6 +23,7 @@ use crate::model::MachineClass;
 use crate::model_file::{Head, ModelFileError};
 use crate::resources::{ClassResources, ResourceDescriber, ResourcesError, machine_shape};
 use crate::sizes_model::{AcrossForest, SizedModel};
+use crate::spread_scale::SpreadScale;
 use crate::train::TrainOptions;
 
 /// The `format` field of a model-across-classes file.
@@ -45,6 +46,10 @@ struct ClassesBody {
     classes: Vec<HeldOutClassRecord>,
     /// The held-out relative errors' 90% quantile (a fraction).
     error_quantile: f64,
+    /// Each cell's interval scaled by its spread. Files written before it was kept have
+    /// none: their intervals are `error_quantile` everywhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    spread_scale: Option<SpreadScale>,
 }
 
 impl ForestBody for ClassesBody {
@@ -65,6 +70,12 @@ impl ForestBody for ClassesBody {
     fn check(&self) -> Result<(), String> {
         if self.classes.is_empty() {
             return Err("it records no machine classes".into());
+        }
+        if let Some(scale) = self.spread_scale.filter(|s| !s.is_valid()) {
+            return Err(format!(
+                "its spread scale (floor {}, quantile {}) scales no interval",
+                scale.floor, scale.quantile
+            ));
         }
         Ok(())
     }
@@ -146,8 +157,9 @@ impl ClassesModel {
         options: &TrainOptions,
     ) -> Result<(Self, AcrossClasses), ClassesError> {
         let describer = ResourceDescriber::default();
-        let (report, mut errors) = corpus.held_out(&describer, options)?;
-        let error_quantile = quantile_of(&mut errors);
+        let (report, mut cells) = corpus.held_out(&describer, options)?;
+        let error_quantile = quantile_of(&mut cells.errors);
+        let spread_scale = Some(SpreadScale::calibrated(&mut cells.scores));
         let (forest, probe_description) = corpus.fit(&describer, options)?;
         let body = ClassesBody {
             describer,
@@ -171,6 +183,7 @@ impl ClassesModel {
                 })
                 .collect(),
             error_quantile,
+            spread_scale,
         };
         let id = forest_file::body_id(&body).map_err(|e| ClassesError::Encode {
             reason: e.to_string(),
@@ -197,9 +210,14 @@ impl ClassesModel {
         self.body.provenance
     }
 
-    /// The relative error its intervals allow for.
+    /// The relative error its intervals allow for where they do not scale with the spread.
     pub fn error_quantile(&self) -> f64 {
         self.body.error_quantile
+    }
+
+    /// How its intervals scale with each cell's spread, where they do.
+    pub fn spread_scale(&self) -> Option<SpreadScale> {
+        self.body.spread_scale
     }
 
     /// The classes it was trained on, each as it did held out.
@@ -287,6 +305,11 @@ impl AcrossForest for ClassesModel {
     fn error_quantile(&self) -> f64 {
         self.body.error_quantile
     }
+    fn half_width(&self, relative_spread: f64) -> f64 {
+        self.body
+            .spread_scale
+            .map_or(self.body.error_quantile, |s| s.half_width(relative_spread))
+    }
     fn provenance(&self) -> Provenance {
         self.body.provenance
     }
@@ -360,10 +383,31 @@ mod tests {
         assert!(p.model_id.starts_with(model.id()));
         let predicted: Vec<_> = p.placements.iter().filter(|c| !c.measured).collect();
         assert_eq!(predicted.len(), host.header().placements.len() - 2);
-        for c in predicted {
+        for c in &predicted {
             let i = c.interval.expect("every predicted cell has an interval");
             assert!(i.low < c.relative && c.relative < i.high, "{c:?}");
         }
+        // Each cell's interval is as wide as its trees disagree, in proportion.
+        let scale = model.spread_scale().expect("intervals scale with the spread");
+        for c in &predicted {
+            let i = c.interval.unwrap();
+            let expected = scale.half_width(c.spread / c.relative);
+            let half = c.relative / i.low - 1.0;
+            assert!((half - expected).abs() < 1e-9, "{c:?}: {half} against {expected}");
+        }
+        let widest = predicted
+            .iter()
+            .max_by(|a, b| (a.spread / a.relative).total_cmp(&(b.spread / b.relative)))
+            .unwrap();
+        let narrowest = predicted
+            .iter()
+            .min_by(|a, b| (a.spread / a.relative).total_cmp(&(b.spread / b.relative)))
+            .unwrap();
+        let ratio = |c: &&crate::model::PlacementPrediction| {
+            let i = c.interval.unwrap();
+            i.high / i.low
+        };
+        assert!(ratio(&widest) > ratio(&narrowest), "{widest:?} {narrowest:?}");
     }
 
     #[test]
@@ -442,6 +486,17 @@ mod tests {
             panic!("read as another kind");
         };
         assert_eq!(*back, *model);
+        // A file written before intervals scaled with the spread has no such field, and
+        // still loads: its intervals are its error quantile everywhere.
+        let mut before = model.body.clone();
+        before.spread_scale = None;
+        let text = forest_file::text(&before).unwrap();
+        assert!(!text.contains("spread_scale"));
+        let old = dir.path().join("old.json");
+        std::fs::write(&old, text).unwrap();
+        let old = ClassesModel::load(&old).unwrap();
+        assert_eq!(old.spread_scale(), None);
+        assert_eq!(old.half_width(0.3), old.error_quantile());
         // A damaged file is refused by its checksum.
         let text = std::fs::read_to_string(&path)
             .unwrap()

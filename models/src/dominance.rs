@@ -85,7 +85,14 @@ mod tests {
     use super::*;
     use crate::resources::MachineResources;
 
-    fn placement(id: &str, nodes: f64, packages: f64, l3: f64, cores: f64, ic: f64) -> PlacementResources {
+    fn placement(
+        id: &str,
+        nodes: f64,
+        packages: f64,
+        l3: f64,
+        cores: f64,
+        ic: f64,
+    ) -> PlacementResources {
         PlacementResources {
             id: id.into(),
             nodes,

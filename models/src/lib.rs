@@ -80,6 +80,7 @@ pub mod resources;
 pub mod size_search;
 pub mod sizes;
 pub mod sizes_model;
+pub mod spread_scale;
 mod table;
 #[cfg(test)]
 mod test_data;

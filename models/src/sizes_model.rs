@@ -15,17 +15,18 @@ use serde::{Deserialize, Serialize};
 
 use crate::across::{nearest, row_features};
 use crate::data::{Dataset, PlacementInfo, Provenance};
+use crate::dominance::Order;
 use crate::evaluation::Evaluation;
 use crate::features::Observation;
 use crate::forest::Forest;
 use crate::forest_file::{self, ForestBody};
 use crate::gate::GateFailure;
-use crate::dominance::Order;
 use crate::interval::{Interval, conformal_quantile};
 use crate::model::{MachineClass, PlacementPrediction, PredictError, Prediction};
 use crate::model_file::{Head, ModelFileError};
 use crate::predictor::Predictor;
 use crate::sizes::{ACROSS_LEVEL, AcrossSizes, Describer, HeldOutSize, Prepared, SizesError};
+use crate::spread_scale::relative_spread;
 use crate::train::TrainOptions;
 
 /// The `format` field of a model-across-sizes file.
@@ -274,6 +275,13 @@ pub(crate) trait AcrossForest: std::fmt::Debug + Send + Sync {
     fn forest(&self) -> &Forest;
     /// The relative error its intervals allow for.
     fn error_quantile(&self) -> f64;
+    /// The relative error a cell's interval allows for, where the forest's trees spread
+    /// by `relative_spread` (their deviation over their mean): the error quantile unless
+    /// the model scales its intervals by the spread.
+    fn half_width(&self, relative_spread: f64) -> f64 {
+        let _ = relative_spread;
+        self.error_quantile()
+    }
     /// Where its training data came from.
     fn provenance(&self) -> Provenance;
     /// The sizes it was trained on, for a model across sizes.
@@ -339,8 +347,7 @@ impl SizedModel {
         }
     }
 
-    fn interval(&self, predicted: f64) -> Interval {
-        let q = self.model.error_quantile();
+    fn interval(&self, predicted: f64, q: f64) -> Interval {
         let high = if q < 1.0 - 1.0 / MAX_HIGH {
             predicted / (1.0 - q)
         } else {
@@ -395,10 +402,10 @@ impl Predictor for SizedModel {
             .iter()
             .enumerate()
             .map(|(i, p)| {
-                let (relative, spread, measured) = if i == 0 {
-                    (1.0, 0.0, true)
+                let (relative, spread, measured, half_width) = if i == 0 {
+                    (1.0, 0.0, true, 0.0)
                 } else if i == self.probe {
-                    (ratio, ratio * ratio_uncertainty, true)
+                    (ratio, ratio * ratio_uncertainty, true, 0.0)
                 } else {
                     let x =
                         row_features(base, &self.described[self.probe], ratio, &self.described[i]);
@@ -407,14 +414,17 @@ impl Predictor for SizedModel {
                         .forest()
                         .predict_with_spread(Array1::from(x).view())?;
                     let relative = self.order.bound(i, 0, self.probe, ratio, out.mean[0]);
-                    (relative, out.spread[0], false)
+                    let half_width = self
+                        .model
+                        .half_width(relative_spread(out.mean[0], out.spread[0]));
+                    (relative, out.spread[0], false, half_width)
                 };
                 Ok(PlacementPrediction {
                     id: p.id.clone(),
                     relative,
                     spread,
                     measured,
-                    interval: (!measured).then(|| self.interval(relative)),
+                    interval: (!measured).then(|| self.interval(relative, half_width)),
                 })
             })
             .collect::<Result<Vec<_>, PredictError>>()?;

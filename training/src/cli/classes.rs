@@ -63,11 +63,21 @@ pub fn run(request: ClassesRequest) -> Result<(), CliError> {
                 }
                 ModelDestination::ModelDir(dir) => pipeline::install(&model, &dir)?,
             };
+            let intervals = model.spread_scale().map_or_else(
+                || format!("+/- {:.1}% relative", 100.0 * model.error_quantile()),
+                |s| {
+                    format!(
+                        "+/- {:.2} x (the trees' relative spread + {}), so at least +/- {:.1}%",
+                        s.quantile,
+                        s.floor,
+                        100.0 * s.half_width(0.0)
+                    )
+                },
+            );
             println!(
-                "wrote the model across classes {} ({} data, intervals +/- {:.1}% relative, nominal 90%) to {}",
+                "wrote the model across classes {} ({} data, intervals {intervals}, nominal 90%) to {}",
                 model.id(),
                 label(model.provenance()),
-                100.0 * model.error_quantile(),
                 path.display()
             );
             let refused: Vec<&str> = model
@@ -96,8 +106,8 @@ fn label(p: Provenance) -> String {
 }
 
 /// The leave-one-class-out table: per class, the model across the other classes against
-/// its own model and the category mean (mean / worst % error), and its intervals'
-/// coverage.
+/// its own model and the category mean (mean / worst % error), its intervals' coverage and
+/// their median half-width.
 pub fn table(a: &AcrossClasses) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -120,7 +130,7 @@ pub fn table(a: &AcrossClasses) -> String {
         "category mean",
         "across classes",
         "coverage",
-        "q %"
+        "+/- %"
     );
     let pair = |s: placed_models::accuracy::ErrorSummary| format!("{:.1} / {:.1}", s.mean, s.worst);
     for c in &a.classes {
@@ -134,7 +144,7 @@ pub fn table(a: &AcrossClasses) -> String {
             pair(c.category_mean),
             pair(c.across),
             100.0 * c.coverage,
-            100.0 * c.quantile,
+            100.0 * c.half_width,
             if c.worse_than_no_model() {
                 "  worse than no model: refused"
             } else {
