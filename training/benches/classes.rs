@@ -9,7 +9,8 @@
 //!
 //! Run with `cargo bench -p placed-training --bench classes`. `PLACED_BENCH_CORPUS=DIR`
 //! uses a corpus already simulated there instead of simulating one; `PLACED_BENCH_TREES=N`
-//! fits a final forest of N trees instead of 100.
+//! fits a final forest of N trees instead of `placed-train classes build`'s default
+//! (`placed_models::classes::FINAL_TREES`).
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -111,7 +112,7 @@ fn main() {
     let trees = std::env::var("PLACED_BENCH_TREES")
         .ok()
         .and_then(|t| t.parse().ok())
-        .unwrap_or(100);
+        .unwrap_or(placed_models::classes::FINAL_TREES);
     let options = TrainOptions {
         forest: ForestParams::new().n_trees(trees),
         cv_trees: Some(20),
