@@ -388,12 +388,17 @@ mod tests {
             assert!(i.low < c.relative && c.relative < i.high, "{c:?}");
         }
         // Each cell's interval is as wide as its trees disagree, in proportion.
-        let scale = model.spread_scale().expect("intervals scale with the spread");
+        let scale = model
+            .spread_scale()
+            .expect("intervals scale with the spread");
         for c in &predicted {
             let i = c.interval.unwrap();
             let expected = scale.half_width(c.spread / c.relative);
             let half = c.relative / i.low - 1.0;
-            assert!((half - expected).abs() < 1e-9, "{c:?}: {half} against {expected}");
+            assert!(
+                (half - expected).abs() < 1e-9,
+                "{c:?}: {half} against {expected}"
+            );
         }
         let widest = predicted
             .iter()
@@ -407,7 +412,10 @@ mod tests {
             let i = c.interval.unwrap();
             i.high / i.low
         };
-        assert!(ratio(&widest) > ratio(&narrowest), "{widest:?} {narrowest:?}");
+        assert!(
+            ratio(&widest) > ratio(&narrowest),
+            "{widest:?} {narrowest:?}"
+        );
     }
 
     #[test]
