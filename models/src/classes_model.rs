@@ -408,12 +408,12 @@ mod tests {
             .iter()
             .min_by(|a, b| (a.spread / a.relative).total_cmp(&(b.spread / b.relative)))
             .unwrap();
-        let ratio = |c: &&crate::model::PlacementPrediction| {
+        let ratio = |c: &crate::model::PlacementPrediction| {
             let i = c.interval.unwrap();
             i.high / i.low
         };
         assert!(
-            ratio(&widest) > ratio(&narrowest),
+            ratio(widest) > ratio(narrowest),
             "{widest:?} {narrowest:?}"
         );
     }
