@@ -338,29 +338,35 @@ mod tests {
         (Arc::new(model), report)
     }
 
-    #[test]
-    fn a_host_of_a_class_never_trained_gets_labelled_predictions_with_intervals() {
-        let (fitted, report) = fitted();
-        assert_eq!(fitted.classes().len(), report.classes.len());
-        assert!(fitted.error_quantile() > 0.0);
-        // On this toy corpus of three classes some held out do worse than the category mean;
-        // refusing those is tested below. Here every class is taken as predicted well.
+    /// The fitted model taken as better than no model on every class (on this toy corpus of
+    /// three classes some held out do worse than the category mean; refusing those is
+    /// tested below), made ready for a three-node machine: no class of the corpus has three
+    /// nodes.
+    fn ready_for_three_nodes(fitted: &ClassesModel) -> (Arc<ClassesModel>, SizedModel) {
         let mut body = fitted.body.clone();
         for c in &mut body.classes {
             c.category_mean = c.across_mean + 1.0;
         }
         let model = Arc::new(ClassesModel::from_body(body, fitted.id.clone()));
-        // A three-node machine: no class of the corpus has three nodes.
         let host = class(3);
-        let resources = host.resources().unwrap();
         let ready = model
             .for_host(
                 "never-trained",
                 8,
-                resources,
+                host.resources().unwrap(),
                 host.header().placements.clone(),
             )
             .unwrap();
+        (model, ready)
+    }
+
+    #[test]
+    fn a_host_of_a_class_never_trained_gets_labelled_predictions_with_intervals() {
+        let (fitted, report) = fitted();
+        assert_eq!(fitted.classes().len(), report.classes.len());
+        assert!(fitted.error_quantile() > 0.0);
+        let (model, ready) = ready_for_three_nodes(&fitted);
+        let host = class(3);
         assert_eq!(ready.machine().fingerprint, "never-trained");
         assert_eq!(ready.baseline(), "n1-c4");
         let note = ready.across_classes().expect("says it is across classes");
@@ -412,29 +418,13 @@ mod tests {
             let i = c.interval.unwrap();
             i.high / i.low
         };
-        assert!(
-            ratio(widest) > ratio(narrowest),
-            "{widest:?} {narrowest:?}"
-        );
+        assert!(ratio(widest) > ratio(narrowest), "{widest:?} {narrowest:?}");
     }
 
     #[test]
     fn no_prediction_crosses_what_was_measured_in_a_placement_no_better() {
-        let (model, _) = fitted();
-        let mut body = model.body.clone();
-        for c in &mut body.classes {
-            c.category_mean = c.across_mean + 1.0;
-        }
-        let model = Arc::new(ClassesModel::from_body(body, model.id.clone()));
-        let host = class(3);
-        let ready = model
-            .for_host(
-                "never-trained",
-                8,
-                host.resources().unwrap(),
-                host.header().placements.clone(),
-            )
-            .unwrap();
+        let (fitted, _) = fitted();
+        let (_, ready) = ready_for_three_nodes(&fitted);
         assert_eq!(ready.baseline(), "n1-c4");
         assert_eq!(ready.probe(), "n2-c8");
         let value = |value| Observation {
