@@ -7,7 +7,7 @@ use placed_models::{Model, Provenance};
 
 const TOPOLOGY: &str = "pack:2 numa:2 l3:1 core:4 pu:2";
 
-fn placed_train(args: &[&str], dir: &Path) -> Output {
+pub(crate) fn placed_train(args: &[&str], dir: &Path) -> Output {
     let out = Command::new(env!("CARGO_BIN_EXE_placed-train"))
         .args(args)
         .current_dir(dir)

@@ -4,7 +4,7 @@
 //! `every_test_file_is_a_module_of_this_binary` fails for a file that is not declared
 //! below).
 //!
-//! - `cli`: `placed-train`'s command line.
+//! - `cli`: `placed-train`'s command line; `classes`: its model across machine classes.
 //! - `collect`: the collector on this host, for real (root, cpusets); `guest`: the whole
 //!   loop and calibration in a numa-vm guest; `support`: what both share.
 //! - `workloads`: the built-in workloads and the external tools, run for real.
@@ -19,6 +19,7 @@ mod harness;
 #[path = "../../tests/support/imports.rs"]
 mod imports;
 
+mod classes;
 mod cli;
 mod collect;
 mod fuzz;
