@@ -495,6 +495,17 @@ mod tests {
         let old = ClassesModel::load(&old).unwrap();
         assert_eq!(old.spread_scale(), None);
         assert_eq!(old.half_width(0.3), old.error_quantile());
+        // A scale that scales nothing is refused by name, checksum or not.
+        let mut broken = model.body.clone();
+        broken.spread_scale = Some(SpreadScale {
+            floor: 0.0,
+            quantile: 1.0,
+        });
+        let bad = dir.path().join("bad.json");
+        std::fs::write(&bad, forest_file::text(&broken).unwrap()).unwrap();
+        let e = ClassesModel::load(&bad).unwrap_err();
+        assert!(matches!(e, ModelFileError::Inconsistent { .. }), "{e}");
+        assert!(e.to_string().contains("spread scale"), "{e}");
         // A damaged file is refused by its checksum.
         let text = std::fs::read_to_string(&path)
             .unwrap()
