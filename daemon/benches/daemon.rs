@@ -215,6 +215,7 @@ fn seeded_state(machine: &Machine, ids: &[(String, String)], placement: &str) ->
                     below_gate: None,
                     novel: false,
                     third: None,
+                    across_classes: false,
                 }),
                 ..ContainerRecord::new(id, name, 1, Policy::Observe)
             })

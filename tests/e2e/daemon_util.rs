@@ -489,6 +489,7 @@ pub fn watched_under_model(
             below_gate: None,
             novel: false,
             third: None,
+            across_classes: false,
         }),
         metric: Some(metric),
         ..ContainerRecord::new(

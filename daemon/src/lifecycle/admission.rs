@@ -243,7 +243,10 @@ fn decide(core: &Core, req: &AdmitRequest, available: &[usize]) -> Result<Admiss
                 placements: &set,
                 available,
                 predictions: predicted.as_deref(),
-                goal_bound: core.settings.config().policy.goal_bound,
+                goal_bound: PredictionRecord::goal_bound(
+                    prior_record.as_ref(),
+                    core.settings.config().policy.goal_bound,
+                ),
             };
             policy::decide(&policy, &situation)
                 .map_err(DaemonError::policy)?

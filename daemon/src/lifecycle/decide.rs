@@ -98,7 +98,7 @@ impl Handle {
     }
 
     /// Runs `f` on the container's situation now: the units it may use, `prediction`, and
-    /// the configured goal bound.
+    /// the goal bound (the configured one, or the lower bound for a prior).
     pub(crate) fn in_situation<R>(
         &self,
         set: &PlacementSet,
@@ -112,7 +112,10 @@ impl Handle {
             placements: set,
             available: &available,
             predictions: predicted.as_deref(),
-            goal_bound: self.core.settings.config().policy.goal_bound,
+            goal_bound: PredictionRecord::goal_bound(
+                prediction,
+                self.core.settings.config().policy.goal_bound,
+            ),
         })
     }
 

@@ -195,6 +195,7 @@ mod tests {
             below_gate: None,
             novel: false,
             third: None,
+            across_classes: false,
         }
     }
 
@@ -211,6 +212,26 @@ mod tests {
         assert!(!e.store_prediction(prediction(4), e.settings));
         assert!(e.store_prediction(prediction(8), e.settings));
         assert_eq!(e.record.prediction.as_ref().map(|p| p.vcpus), Some(8));
+    }
+
+    #[test]
+    fn a_prior_is_held_to_its_lower_bound_whatever_is_configured() {
+        use placed_core::policy::GoalBound::{LowerBound, Point};
+        let own = prediction(4);
+        let prior = PredictionRecord {
+            across_classes: true,
+            ..prediction(4)
+        };
+        assert_eq!(PredictionRecord::goal_bound(Some(&own), Point), Point);
+        assert_eq!(
+            PredictionRecord::goal_bound(Some(&own), LowerBound),
+            LowerBound
+        );
+        assert_eq!(
+            PredictionRecord::goal_bound(Some(&prior), Point),
+            LowerBound
+        );
+        assert_eq!(PredictionRecord::goal_bound(None, Point), Point);
     }
 
     #[test]

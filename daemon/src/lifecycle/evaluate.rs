@@ -390,6 +390,7 @@ fn prediction_record(
         below_gate,
         novel: predicted.novelty.is_some(),
         third: None,
+        across_classes: model.across_classes().is_some(),
     }
 }
 

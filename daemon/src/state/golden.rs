@@ -117,6 +117,7 @@ fn prediction(provenance: Provenance) -> PredictionRecord {
         below_gate: None,
         novel: false,
         third: None,
+        across_classes: false,
     }
 }
 
@@ -160,6 +161,7 @@ fn fixed() -> State {
     });
     web.prediction = Some(PredictionRecord {
         third: Some("numa2-core8 straddled the goal; measured 1.31".into()),
+        across_classes: false,
         ..prediction(Provenance::Real)
     });
     web.on_override = Some(OnOverride::Reassert);
@@ -417,4 +419,22 @@ fn outcomes_and_stopped_models_are_kept_and_absent_when_empty() {
     assert!(text.contains("\"realized\": 1.5"), "{text}");
     assert_eq!(load(text.as_bytes()), state);
     assert!(!String::from_utf8_lossy(golden(CURRENT)).contains("outcome"));
+}
+
+/// A prediction of the model across classes says so in the state file, so that the decisions
+/// after a restart still hold it to its lower bound; other predictions, and the golden
+/// files, do not carry the field.
+#[test]
+fn a_prediction_of_the_model_across_classes_is_kept_as_one() {
+    let mut state = fixed();
+    if let Some(p) = state.containers[0].prediction.as_mut() {
+        p.across_classes = true;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = StateStore::new(dir.path().join("state.json"));
+    store.save(&state).unwrap();
+    let text = String::from_utf8(std::fs::read(store.path()).unwrap()).unwrap();
+    assert!(text.contains("\"across_classes\": true"), "{text}");
+    assert_eq!(load(text.as_bytes()), state);
+    assert!(!String::from_utf8_lossy(golden(CURRENT)).contains("across_classes"));
 }

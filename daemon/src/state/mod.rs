@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use placed_core::cpuset::{CpuSet, NodeSet};
-use placed_core::policy::Policy;
+use placed_core::policy::{GoalBound, Policy};
 use placed_core::reconcile::{Action, OnOverride};
 use placed_host::observe::SourceSpec;
 
@@ -202,9 +202,25 @@ pub struct PredictionRecord {
     /// then holds that measurement as a measured cell; absent when it did not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub third: Option<String>,
+    /// Made by the model across machine classes, not a model of this host: a prior, whose
+    /// decisions rest on the lower bound of its intervals ([`PredictionRecord::goal_bound`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub across_classes: bool,
 }
 
 impl PredictionRecord {
+    /// What the model policy holds against its goal for this prediction: the configured
+    /// bound, except that a prior (the model across classes, never trained on this host)
+    /// is held to the lower end of its intervals whatever is configured, as its file says
+    /// its predictions are guesses with honest widths, not measurements.
+    pub fn goal_bound(prediction: Option<&Self>, configured: GoalBound) -> GoalBound {
+        if prediction.is_some_and(|p| p.across_classes) {
+            GoalBound::LowerBound
+        } else {
+            configured
+        }
+    }
+
     pub fn relative(&self, placement: &str) -> Option<f64> {
         self.placements
             .iter()

@@ -31,6 +31,7 @@ fn watched(name: &str, p: &Placement) -> ContainerRecord {
             below_gate: None,
             novel: false,
             third: None,
+            across_classes: false,
             model_path: String::new(),
             provenance: placed_models::Provenance::Simulated,
             vcpus,

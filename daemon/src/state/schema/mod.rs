@@ -219,6 +219,9 @@ struct Prediction {
     novel: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     third: Option<String>,
+    /// Absent in files from before the model across classes, and for every other model.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    across_classes: bool,
 }
 
 #[derive(Debug, Serialize, Deserialize)]

@@ -245,6 +245,7 @@ impl From<Prediction> for mem::PredictionRecord {
             below_gate,
             novel,
             third,
+            across_classes,
         } = p;
         Self {
             model_id,
@@ -260,6 +261,7 @@ impl From<Prediction> for mem::PredictionRecord {
             below_gate,
             novel,
             third,
+            across_classes,
         }
     }
 }

@@ -252,6 +252,7 @@ impl From<&mem::PredictionRecord> for Prediction {
             below_gate,
             novel,
             third,
+            across_classes,
         } = p;
         Self {
             model_id: model_id.clone(),
@@ -267,6 +268,7 @@ impl From<&mem::PredictionRecord> for Prediction {
             below_gate: below_gate.clone(),
             novel: *novel,
             third: third.clone(),
+            across_classes: *across_classes,
         }
     }
 }
