@@ -62,6 +62,8 @@ pub mod cv;
 pub mod data;
 mod dominance;
 pub mod evaluation;
+#[cfg(feature = "fake")]
+pub mod fake;
 pub mod features;
 pub mod forest;
 mod forest_file;

@@ -475,49 +475,13 @@ mod tests {
         assert_eq!(lib.all().len(), 1);
     }
 
-    /// SIMULATED-like data of a synthetic machine class, with its resources: performance
-    /// rises with the share of nodes in use for half the families and falls with it for
-    /// the other half. The workloads of a family differ by as much as the two directions
-    /// do, so a category's mean is a rough guess where the probe tells them apart: the
-    /// model across classes, which has the probe, does better than no model.
+    /// SIMULATED-like data of a synthetic machine class, with its resources
+    /// (`placed_models::fake`).
     fn class_data(topology: &str, v: usize) -> Dataset {
         use placed_core::machine::TopologySource;
         let machine = Machine::load(&TopologySource::Synthetic(topology.into()), None).unwrap();
         let set = placed_core::placement::important_placements(&machine, v).unwrap();
-        let resources = placed_models::resources::of_machine(&machine, &set).unwrap();
-        let v = u32::try_from(v).expect("a test size");
-        let header = MachineHeader {
-            version: DATA_FORMAT_VERSION,
-            fingerprint: set.fingerprint.clone(),
-            v,
-            concerns: set.concerns.clone(),
-            placements: placement_infos(&set),
-        };
-        let mut records = Vec::new();
-        for family in ["up-a", "up-b", "down-a", "down-b"] {
-            for w in 0..4 {
-                let j = 0.4 * f64::from(w);
-                for p in &resources.placements {
-                    let share = p.nodes / resources.machine.nodes;
-                    let rel = if family.starts_with("up") {
-                        1.0 + (0.5 + j) * share
-                    } else {
-                        1.0 / (1.0 + (0.3 + j) * share)
-                    };
-                    records.push(RunRecord::simulated(
-                        &set.fingerprint,
-                        v,
-                        family,
-                        &format!("{family}-{w}"),
-                        &p.id,
-                        1000.0 * rel,
-                    ));
-                }
-            }
-        }
-        Dataset::from_parts(header, records)
-            .and_then(|d| d.with_resources(resources))
-            .expect("valid test data")
+        placed_models::fake::class_data(&machine, &set)
     }
 
     #[test]

@@ -13,6 +13,7 @@ mod admission;
 mod adopt;
 mod backoff;
 mod busy;
+mod classes;
 mod drift;
 mod layout;
 mod live;

@@ -33,9 +33,9 @@ use placed_host::cgroup::{CgroupPath, Version};
 use placed_host::fake::FakeKernel;
 use placed_host::migrate::HoldPoint;
 use placed_host::observe::SourceSpec;
-use placed_models::data::{MachineHeader, RunRecord};
+use placed_models::classes::Corpus;
 use placed_models::forest::ForestParams;
-use placed_models::{Dataset, Model, SizesModel, TrainOptions};
+use placed_models::{ClassesModel, Dataset, Model, SizesModel, TrainOptions};
 use tokio::sync::broadcast::{Receiver, error::RecvError};
 use tokio::task::JoinHandle;
 
@@ -86,30 +86,14 @@ pub fn options() -> TrainOptions {
 /// its index: four families, two rising and two falling.
 pub fn data(machine: &Machine, v: usize) -> Dataset {
     let set = important_placements(machine, v).expect("placements for the test v");
-    let header = MachineHeader::of(&set);
-    let mut records = Vec::new();
-    for family in ["up-a", "up-b", "down-a", "down-b"] {
-        for w in 0..4u32 {
-            let j = 0.01 * f64::from(w);
-            for (i, p) in set.placements.iter().enumerate() {
-                let step = 0.1 * i as f64;
-                let rel = if family.starts_with("up") {
-                    1.0 + step + j
-                } else {
-                    (1.0 - step / 2.0 - j).max(0.2)
-                };
-                records.push(RunRecord::simulated(
-                    &set.fingerprint,
-                    header.v,
-                    family,
-                    &format!("{family}-{w}"),
-                    &p.id,
-                    1000.0 * rel,
-                ));
-            }
+    placed_models::fake::four_families(&set, |up, w, i| {
+        let (j, step) = (0.01 * f64::from(w), 0.1 * i as f64);
+        if up {
+            1.0 + step + j
+        } else {
+            (1.0 - step / 2.0 - j).max(0.2)
         }
-    }
-    Dataset::from_parts(header, records).expect("valid test data")
+    })
 }
 
 /// What a test starts the daemon on.
@@ -212,6 +196,32 @@ impl Scenario {
             .daemon
             .model_dir
             .join(format!("{}-sizes.json", self.machine.fingerprint()));
+        std::fs::write(&path, model.file_text().unwrap()).unwrap();
+        self
+    }
+
+    /// Installs a model across machine classes trained on SIMULATED-like data
+    /// (`placed_models::fake`) of the synthetic machines `topologies` at `v` vCPUs, none of
+    /// them the test machine's class, as `placed-train classes build` would.
+    pub fn with_classes_model(self, topologies: &[&str], v: usize) -> Self {
+        let data: Vec<Dataset> = topologies
+            .iter()
+            .map(|t| {
+                let machine = Machine::load(&TopologySource::Synthetic((*t).into()), None)
+                    .expect("a synthetic machine");
+                let set = important_placements(&machine, v).expect("placements for the size");
+                placed_models::fake::class_data(&machine, &set)
+            })
+            .collect();
+        // Twenty trees, not five: with five, leaving each class out did worse than the
+        // category mean on all three, and the model would refuse every host.
+        let options = TrainOptions {
+            forest: ForestParams::new().n_trees(20),
+            ..options()
+        };
+        let corpus = Corpus::new(&data, &options).expect("a corpus");
+        let (model, _) = ClassesModel::fit(&corpus, &options).expect("the model fits");
+        let path = self.config.daemon.model_dir.join("across-classes.json");
         std::fs::write(&path, model.file_text().unwrap()).unwrap();
         self
     }

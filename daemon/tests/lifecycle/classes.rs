@@ -1,0 +1,68 @@
+//! 13. A host of a class nobody trained is predicted by the model across machine classes,
+//!     which says so in the prediction's warnings and the state file, and the model policy
+//!     holds that prior to the lower end of its intervals though `policy.goal_bound` is
+//!     the point prediction.
+//!
+//! The model across classes is trained on three synthetic machines (four, six and eight
+//! NUMA nodes); the test machine has two. Containers are managed at v = 4.
+
+use placed::lifecycle::EventKind;
+use placed::state::Lifecycle;
+use placed_core::policy::{GoalBound, Policy};
+
+use crate::scenario::Scenario;
+
+const BASELINE: f64 = 1000.0;
+
+#[tokio::test(start_paused = true)]
+async fn a_host_of_a_class_nobody_trained_is_placed_by_the_prior_on_its_lower_bound() {
+    let mut s = Scenario::new().with_classes_model(
+        &[
+            "pack:2 numa:2 core:4 pu:2",
+            "pack:2 numa:3 core:4 pu:2",
+            "pack:4 numa:2 core:4 pu:2",
+        ],
+        8,
+    );
+    // The decision itself, not the third measurement, is what this checks.
+    s.config.policy.third_measurement = false;
+    assert_eq!(s.config.policy.goal_bound, GoalBound::Point);
+    s.container("c", "", "");
+    let mut d = s.start().await;
+    let _level = d.feed("c", BASELINE);
+    d.manage("c", 4, Policy::Model { goal: 0.9 }).await;
+    d.next("c", |e| e.kind == EventKind::Predicted).await;
+    d.next("c", |e| e.state == Lifecycle::Watched).await;
+    d.until_free("c").await;
+
+    let rec = d.record("c");
+    let prediction = rec.prediction.clone().expect("predicted by the prior");
+    assert!(prediction.across_classes, "{prediction:?}");
+    assert!(
+        prediction.model_id.ends_with("-classes-v4"),
+        "{prediction:?}"
+    );
+    assert!(
+        prediction
+            .warnings
+            .iter()
+            .any(|w| w.starts_with("across classes, not trained on this host")),
+        "{:?}",
+        prediction.warnings
+    );
+    for cell in prediction.placements.iter().filter(|c| !c.measured) {
+        assert!(cell.interval.is_some(), "{cell:?}");
+    }
+    // Decided on the lower bound, though the configuration says the point prediction.
+    assert!(
+        rec.detail
+            .contains("predicted (lower bound of the interval)"),
+        "{}",
+        rec.detail
+    );
+    // Kept as the prior's across a restart, so later decisions hold it to the same bound.
+    let on_disk = d.on_disk("c").expect("persisted");
+    assert!(on_disk.prediction.is_some_and(|p| p.across_classes));
+    assert_eq!(d.seen("c", EventKind::Error), []);
+    d.daemon.shutdown().await;
+}
