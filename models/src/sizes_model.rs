@@ -278,8 +278,7 @@ pub(crate) trait AcrossForest: std::fmt::Debug + Send + Sync {
     /// The relative error a cell's interval allows for, where the forest's trees spread
     /// by `relative_spread` (their deviation over their mean): the error quantile unless
     /// the model scales its intervals by the spread.
-    fn half_width(&self, relative_spread: f64) -> f64 {
-        let _ = relative_spread;
+    fn half_width(&self, _relative_spread: f64) -> f64 {
         self.error_quantile()
     }
     /// Where its training data came from.

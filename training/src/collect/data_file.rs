@@ -400,14 +400,20 @@ pub(crate) mod tests {
         )
     }
 
-    #[test]
-    fn a_torn_last_line_is_dropped_and_the_rest_resumes() {
+    /// A data file of this host's header holding runs `a` and `b` of workload `w`, closed;
+    /// with the directory that keeps it.
+    fn two_runs_collected() -> (tempfile::TempDir, std::path::PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("data.jsonl");
         let mut f = DataFile::open(&path, &header(1), Provenance::VirtualMachine).unwrap();
         f.append(&record("w", "a")).unwrap();
         f.append(&record("w", "b")).unwrap();
-        drop(f);
+        (dir, path)
+    }
+
+    #[test]
+    fn a_torn_last_line_is_dropped_and_the_rest_resumes() {
+        let (_dir, path) = two_runs_collected();
         let mut text = std::fs::read_to_string(&path).unwrap();
         text.push_str("{\"kind\":\"run\",\"finger");
         std::fs::write(&path, &text).unwrap();
@@ -481,12 +487,7 @@ pub(crate) mod tests {
 
     #[test]
     fn a_file_collected_before_resources_were_written_gets_them_on_resume() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("data.jsonl");
-        let mut f = DataFile::open(&path, &header(1), Provenance::VirtualMachine).unwrap();
-        f.append(&record("w", "a")).unwrap();
-        f.append(&record("w", "b")).unwrap();
-        drop(f);
+        let (_dir, path) = two_runs_collected();
         assert_eq!(
             placed_models::Dataset::load(&path).unwrap().resources(),
             None
