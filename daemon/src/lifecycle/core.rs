@@ -79,7 +79,8 @@ impl Core {
             env.provenance,
             env.host.kernel().files().proc("sys/kernel/hostname").ok(),
             metrics.clone(),
-        );
+        )
+        .describing(env.machine.clone());
         Ok(Arc::new(Self {
             settings: Settings::new(config)?,
             node: Node::new(env.machine, env.host, env.pmu, env.migration_hold),

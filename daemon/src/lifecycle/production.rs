@@ -15,12 +15,14 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use placed_core::machine::Machine;
 use placed_core::placement::PlacementSet;
 use placed_host::observe::Measurement;
 use placed_models::Provenance;
 use placed_models::data::{
     Line, LineRef, MAX_NAME, MachineHeader, Measurement as Cell, RunRecord, line,
 };
+use placed_models::resources::{ClassResources, of_machine};
 
 use crate::config::ProductionDataConfig;
 use crate::telemetry::Metrics;
@@ -57,6 +59,10 @@ pub struct Production {
     dir: PathBuf,
     provenance: Provenance,
     host: Option<String>,
+    /// This host's machine model: each file says, after its header, what each placement
+    /// uses of it (the resources line), so that `placed-train fit --prior` can make the
+    /// model across classes ready for this host from the file alone.
+    machine: Option<Machine>,
     metrics: Arc<Metrics>,
     files: Mutex<Files>,
 }
@@ -147,9 +153,31 @@ impl Production {
             dir,
             provenance,
             host: host.map(|h| clip(h.trim())).filter(|h| !h.is_empty()),
+            machine: None,
             metrics,
             files: Mutex::default(),
         }
+    }
+
+    /// Files that describe `machine`'s placements by their resources.
+    #[must_use]
+    pub fn describing(mut self, machine: Machine) -> Self {
+        self.machine = Some(machine);
+        self
+    }
+
+    /// What `set`'s placements use of this host, when it can be counted.
+    fn resources(&self, set: &PlacementSet) -> Option<ClassResources> {
+        let machine = self.machine.as_ref()?;
+        of_machine(machine, set)
+            .inspect_err(|e| {
+                tracing::warn!(
+                    error = %placed_core::text::error_line(e),
+                    vcpus = set.vcpus,
+                    "production data: this host's resources cannot be counted, so its file has no resources line and placed-train fit --prior cannot use it"
+                );
+            })
+            .ok()
     }
 
     /// Where the files are.
@@ -316,8 +344,11 @@ impl Production {
         };
         std::fs::create_dir_all(&self.dir).map_err(io)?;
         let header = MachineHeader::of(set);
+        let resources = self.resources(set);
         if path.exists() {
-            if let Some(open) = resume(&path, &header, provenance).map_err(io)? {
+            if let Some(open) =
+                resume(&path, &header, resources.as_ref(), provenance).map_err(io)?
+            {
                 return Ok(open);
             }
             let aside = path.with_extension(format!("jsonl.old-{}", super::events::now_ms()));
@@ -328,7 +359,10 @@ impl Production {
             );
             std::fs::rename(&path, &aside).map_err(io)?;
         }
-        let first = line(&LineRef::Machine(&header)).map_err(KeepError::Encode)?;
+        let mut first = line(&LineRef::Machine(&header)).map_err(KeepError::Encode)?;
+        if let Some(r) = &resources {
+            first.extend(line(&LineRef::Resources(r)).map_err(KeepError::Encode)?);
+        }
         std::fs::write(&path, &first).map_err(io)?;
         Ok(Open {
             path,
@@ -339,12 +373,14 @@ impl Production {
     }
 }
 
-/// The file's latest runs when its header is `header` and its runs are of `provenance`,
+/// The file's latest runs when its header is `header`, its resources line `resources` (a
+/// file written before the line existed is another's) and its runs are of `provenance`,
 /// read a line at a time (a full file is 64 MiB); a torn last line (a crash mid-write) is
 /// cut off. `None` when the file is another's.
 fn resume(
     path: &Path,
     header: &MachineHeader,
+    resources: Option<&ClassResources>,
     provenance: Provenance,
 ) -> Result<Option<Open>, std::io::Error> {
     use std::io::BufRead as _;
@@ -353,6 +389,7 @@ fn resume(
     let mut whole: u64 = 0;
     let mut cells = RecentRuns::default();
     let mut first = true;
+    let mut described = None;
     loop {
         line.clear();
         let n = reader.read_line(&mut line)?;
@@ -365,13 +402,13 @@ fn resume(
             Some(Line::Run(r)) if !first && r.provenance == provenance => {
                 cells.insert(&r.workload, r.run, &r.placement);
             }
-            Some(Line::Resources(_)) if !first => {}
+            Some(Line::Resources(r)) if !first && described.is_none() => described = Some(r),
             _ => return Ok(None),
         }
         first = false;
         whole += n as u64;
     }
-    if first {
+    if first || described.as_ref() != resources {
         return Ok(None);
     }
     if whole < std::fs::metadata(path)?.len() {
@@ -398,13 +435,16 @@ mod tests {
     use placed_host::observe::Kind;
     use placed_models::Dataset;
 
-    fn set() -> PlacementSet {
-        let machine = Machine::load(
+    fn machine() -> Machine {
+        Machine::load(
             &TopologySource::Synthetic("pack:2 numa:2 core:4 pu:2".into()),
             None,
         )
-        .unwrap();
-        placed_core::placement::important_placements(&machine, 4).unwrap()
+        .unwrap()
+    }
+
+    fn set() -> PlacementSet {
+        placed_core::placement::important_placements(&machine(), 4).unwrap()
     }
 
     fn measurement(value: f64) -> Measurement {
@@ -509,6 +549,55 @@ mod tests {
             .filter(|e| e.file_name().to_string_lossy().contains(".old-"))
             .collect();
         assert_eq!(aside.len(), 1);
+    }
+
+    /// A file says what its placements use of the host, as placed-train counts it, so the
+    /// model across classes can be made ready for the host from the file alone; a file
+    /// begun without that line (an older build) is moved aside, not appended to.
+    #[test]
+    fn a_file_describes_its_host_and_one_without_the_description_is_moved_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state.json");
+        let metrics = Arc::new(Metrics::default());
+        let set = set();
+        let config = ProductionDataConfig::default();
+        let old = Production::new(&state, Provenance::Simulated, None, metrics.clone());
+        keep(&old, &config, &set, 1);
+        assert!(
+            Dataset::load(&old.file_of(&set))
+                .unwrap()
+                .resources()
+                .is_none()
+        );
+
+        let p = Production::new(&state, Provenance::Simulated, None, metrics.clone())
+            .describing(machine());
+        keep(&p, &config, &set, 2);
+        let data = Dataset::load(&p.file_of(&set)).unwrap();
+        assert_eq!(
+            data.resources(),
+            Some(&of_machine(&machine(), &set).unwrap())
+        );
+        assert_eq!(
+            data.records().len(),
+            2,
+            "the old file's runs are not in the new one"
+        );
+        let aside = std::fs::read_dir(p.dir())
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().contains(".old-"))
+            .count();
+        assert_eq!(aside, 1);
+
+        // After a restart the described file is resumed, its description written once.
+        let again = Production::new(&state, Provenance::Simulated, None, metrics.clone())
+            .describing(machine());
+        keep(&again, &config, &set, 3);
+        let data = Dataset::load(&p.file_of(&set)).unwrap();
+        assert_eq!(data.records().len(), 4);
+        assert!(data.resources().is_some());
+        assert_eq!(metrics.production_errors.get(), 0);
     }
 
     #[test]
