@@ -63,10 +63,7 @@ pub fn merge(files: &[(PathBuf, Dataset)]) -> Result<(Dataset, MergeCounts), Mer
     let header = first.header().clone();
     let mut counts = MergeCounts::default();
     let mut records: Vec<RunRecord> = Vec::new();
-    // (workload, run) -> the host that uses it.
-    let mut owner: BTreeMap<(String, u32), Option<String>> = BTreeMap::new();
-    // (host, workload, run in its file) -> run in the merged file.
-    let mut number: BTreeMap<(Option<String>, String, u32), u32> = BTreeMap::new();
+    let mut numbers = RunNumbers::default();
     let mut seen: HashSet<(String, u32, String)> = HashSet::new();
     for (path, data) in files {
         let h = data.header();
@@ -92,17 +89,8 @@ pub fn merge(files: &[(PathBuf, Dataset)]) -> Result<(Dataset, MergeCounts), Mer
             });
         }
         for r in data.records() {
-            let key = (r.host.clone(), r.workload.clone(), r.run);
-            let run = match number.get(&key) {
-                Some(&run) => run,
-                None => {
-                    let run = free_run(&owner, &r.workload, r.run, &r.host);
-                    counts.renumbered += usize::from(run != r.run);
-                    owner.insert((r.workload.clone(), run), r.host.clone());
-                    number.insert(key, run);
-                    run
-                }
-            };
+            let (run, renumbered) = numbers.claim(&r.host, &r.workload, r.run);
+            counts.renumbered += usize::from(renumbered);
             if !seen.insert((r.workload.clone(), run, r.placement.clone())) {
                 counts.duplicates += 1;
                 continue;
@@ -120,26 +108,51 @@ pub fn merge(files: &[(PathBuf, Dataset)]) -> Result<(Dataset, MergeCounts), Mer
     Ok((merged, counts))
 }
 
-/// `run` when no other host uses it for `workload`, else the next number no one uses.
-fn free_run(
-    owner: &BTreeMap<(String, u32), Option<String>>,
-    workload: &str,
-    run: u32,
-    host: &Option<String>,
-) -> u32 {
-    let taken = |n: u32| {
-        owner
-            .get(&(workload.to_owned(), n))
-            .is_some_and(|h| h != host)
-    };
-    if !taken(run) {
-        return run;
+/// Run numbers made unique across sources (hosts, files) that number their runs each on
+/// its own: a source keeps its number for a workload while no other source uses it, else
+/// its run gets the next number no one uses, the same one for each of its records.
+#[derive(Debug)]
+pub struct RunNumbers<K> {
+    /// (workload, run) -> the source that uses it.
+    owner: BTreeMap<(String, u32), K>,
+    /// (source, workload, its run) -> the run given.
+    given: BTreeMap<(K, String, u32), u32>,
+}
+
+impl<K> Default for RunNumbers<K> {
+    fn default() -> Self {
+        Self {
+            owner: BTreeMap::new(),
+            given: BTreeMap::new(),
+        }
     }
-    let mut n = run.wrapping_add(1);
-    while owner.contains_key(&(workload.to_owned(), n)) {
-        n = n.wrapping_add(1);
+}
+
+impl<K: Ord + Clone> RunNumbers<K> {
+    /// The number of `source`'s `run` of `workload`, with whether this call changed it
+    /// (true once per run renumbered, at its first record).
+    pub fn claim(&mut self, source: &K, workload: &str, run: u32) -> (u32, bool) {
+        let key = (source.clone(), workload.to_owned(), run);
+        if let Some(&given) = self.given.get(&key) {
+            return (given, false);
+        }
+        let taken = |n: u32| {
+            self.owner
+                .get(&(workload.to_owned(), n))
+                .is_some_and(|s| s != source)
+        };
+        let mut given = run;
+        if taken(run) {
+            given = run.wrapping_add(1);
+            while self.owner.contains_key(&(workload.to_owned(), given)) {
+                given = given.wrapping_add(1);
+            }
+        }
+        self.owner
+            .insert((workload.to_owned(), given), source.clone());
+        self.given.insert(key, given);
+        (given, given != run)
     }
-    n
 }
 
 #[cfg(test)]
