@@ -94,5 +94,7 @@ impl Accuracy {
             .indexed_iter()
             .filter(move |((r, p), _)| self.scored[*p] && keep(*r, *p))
             .map(|(_, &e)| e)
+            // A cell completed by another model has no measurement to be judged on.
+            .filter(|e| !e.is_nan())
     }
 }

@@ -141,6 +141,12 @@ pub struct RunRecord {
     /// are merged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// The value is another model's prediction, not a measurement: a cell of a production
+    /// run completed by [`crate::impute`], learned from to keep the row whole but never
+    /// scored (a model's cross-validated error and intervals are judged on measurements
+    /// only). In memory only: no file holds a completed cell.
+    #[serde(skip)]
+    pub completed: bool,
 }
 
 impl RunRecord {
@@ -171,6 +177,7 @@ impl RunRecord {
             metric: None,
             labels: BTreeMap::new(),
             host: None,
+            completed: false,
         }
     }
 

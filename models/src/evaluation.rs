@@ -115,7 +115,8 @@ pub(crate) fn evaluate_table(
     let folds = leave_one_family_out(table.rows())?;
     let cv_forest = options.cv_forest();
     let features = performance_features(options.input_counters(table));
-    let selection = select_probe(table, &folds, &features, &cv_forest)?;
+    let only = options.probe_index(data)?;
+    let selection = select_probe(table, &folds, &features, &cv_forest, only)?;
     let (baseline, probe) = (table.baseline(), selection.best);
     let measured = [baseline, probe];
     // What a prediction shows for the two measured placements is the measurement itself,
@@ -127,7 +128,7 @@ pub(crate) fn evaluate_table(
             .assign(&table.relative().column(p));
     }
     let predicted = |values: Array2<f64>| Predicted {
-        accuracy: Accuracy::new(values.view(), table.relative(), &measured),
+        accuracy: Accuracy::new(values.view(), table.measured(), &measured),
         values,
     };
     let counter_baseline = if table.counter_names().is_empty() {
@@ -141,7 +142,7 @@ pub(crate) fn evaluate_table(
     let held_out = HeldOut {
         predicted: forest_values.view(),
         spread: selection.predicted.spread.view(),
-        actual: table.relative(),
+        actual: table.measured(),
         measured: &measured,
         rows: table.rows(),
     };
@@ -159,7 +160,7 @@ pub(crate) fn evaluate_table(
         baseline,
         probe,
         rows: table.rows().to_vec(),
-        actual: table.relative().to_owned(),
+        actual: table.measured().to_owned(),
         features,
         probe_candidates: selection.candidates,
         forest: predicted(forest_values),

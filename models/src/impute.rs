@@ -93,6 +93,7 @@ pub fn completed(
                     let Some(cell) = prediction.placements.iter().find(|c| c.id == h.id) else {
                         continue;
                     };
+                    r.completed = true;
                     r.performance = Measurement {
                         value: b.value * cell.relative,
                         unit: template.performance.unit.clone(),
@@ -113,6 +114,47 @@ mod tests {
     use crate::check::check;
     use crate::test_data;
     use crate::train::fit;
+
+    /// A completed cell keeps its row whole for the forest but is never scored: with every
+    /// run's cells of one predicted placement completed, the cross-validated error and the
+    /// intervals are judged on the other placements alone, whatever those cells hold.
+    #[test]
+    fn completed_cells_are_learned_from_but_never_scored() {
+        let data = test_data::dataset(&["flat-a", "flat-b", "scales-a", "scales-b"], 6);
+        let whole = crate::evaluate(&data, &test_data::quick_options()).expect("evaluates");
+        // The probe as chosen on whole runs: completed cells must not choose it.
+        let options = crate::TrainOptions {
+            probe: Some(whole.placements[whole.probe].clone()),
+            ..test_data::quick_options()
+        };
+        let target = (0..whole.placements.len())
+            .find(|&p| p != whole.baseline && p != whole.probe)
+            .expect("a predicted placement");
+        let id = &whole.placements[target];
+        let records = data
+            .records()
+            .iter()
+            .cloned()
+            .map(|mut r| {
+                if &r.placement == id {
+                    r.completed = true;
+                    // Far from anything the forest predicts: scored, it would dominate.
+                    r.performance.value *= 5.0;
+                }
+                r
+            })
+            .collect();
+        let completed = Dataset::from_parts(data.header().clone(), records).expect("valid");
+        let judged = crate::evaluate(&completed, &options).expect("evaluates");
+        let (all, some) = (
+            whole.forest.accuracy.overall(),
+            judged.forest.accuracy.overall(),
+        );
+        assert_eq!(some.cells, all.cells - whole.rows.len());
+        assert!(judged.forest.accuracy.placement(target).is_none());
+        assert!(judged.calibration.placements[target].is_none());
+        assert!(some.mean < 100.0, "the 5x cells are not scored: {some:?}");
+    }
 
     /// SIMULATED: a model trained without the `hates` behaviour meets production containers
     /// with it; each production run measures the baseline, the probe and one other placement

@@ -263,7 +263,8 @@ pub(crate) struct HeldOut<'a> {
 impl HeldOut<'_> {
     fn cells(&self, p: usize, keep: impl Fn(usize) -> bool) -> Vec<(f64, f64, f64)> {
         (0..self.actual.nrows())
-            .filter(|&r| keep(r))
+            // A cell completed by another model (NaN) has no measurement to score.
+            .filter(|&r| keep(r) && !self.actual[[r, p]].is_nan())
             .map(|r| {
                 (
                     self.predicted[[r, p]],

@@ -62,25 +62,27 @@ pub(crate) struct ProbeSelection {
     pub(crate) predicted: OutOfFold,
 }
 
-/// Tries every placement but the baseline as the probe; the lowest mean error wins, ties
-/// going to the earlier placement so the choice is deterministic.
+/// Tries every placement but the baseline as the probe (only `only`, when given); the
+/// lowest mean error wins, ties going to the earlier placement so the choice is
+/// deterministic.
 pub(crate) fn select_probe(
     table: &PerformanceTable,
     folds: &[Fold],
     features: &[Feature],
     params: &ForestParams,
+    only: Option<usize>,
 ) -> Result<ProbeSelection, ForestError> {
     let baseline = table.baseline();
     let mut candidates = Vec::new();
     let mut best: Option<(usize, f64, OutOfFold)> = None;
-    let n_candidates = table.placements().len().saturating_sub(1);
-    for (done, probe) in (0..table.placements().len())
-        .filter(|&p| p != baseline)
-        .enumerate()
-    {
+    let tried: Vec<usize> = (0..table.placements().len())
+        .filter(|&p| p != baseline && only.is_none_or(|o| o == p))
+        .collect();
+    let n_candidates = tried.len();
+    for (done, probe) in tried.into_iter().enumerate() {
         let predicted = forest_out_of_fold(table, folds, features, probe, params)?;
         let error =
-            Accuracy::new(predicted.mean.view(), table.relative(), &[baseline, probe]).overall();
+            Accuracy::new(predicted.mean.view(), table.measured(), &[baseline, probe]).overall();
         let id = &table.placements()[probe].id;
         // Progress: this loop is what takes the time of evaluate, fit and train.
         tracing::info!(

@@ -30,6 +30,9 @@ pub(crate) struct PerformanceTable {
     observations: Vec<Vec<Observation>>,
     /// rows x placements, performance over the row's baseline performance.
     relative: Array2<f64>,
+    /// `relative` where the cell was measured, NaN where another model completed it
+    /// (`RunRecord::completed`): what errors and intervals are judged on.
+    measured: Array2<f64>,
     counter_names: Vec<String>,
     /// Counters some records have and others lack: not features.
     dropped_counters: Vec<String>,
@@ -48,6 +51,7 @@ impl PerformanceTable {
         let mut row_of: HashMap<(&str, u32), usize> = HashMap::new();
         let mut rows = Vec::new();
         let mut observations: Vec<Vec<Observation>> = Vec::new();
+        let mut completed: BTreeSet<(usize, usize)> = BTreeSet::new();
         // Runs without a whole vector: one unusable cell, or a partial (production) run.
         let left_out: BTreeSet<(&str, u32)> = data
             .records()
@@ -72,6 +76,9 @@ impl PerformanceTable {
                 });
             // Dataset validation guarantees the id is known and each cell filled once.
             if let Some(&col) = column.get(r.placement.as_str()) {
+                if r.completed {
+                    completed.insert((row, col));
+                }
                 observations[row][col] = Observation {
                     value: r.performance.value,
                     spread: r.performance.spread,
@@ -82,6 +89,10 @@ impl PerformanceTable {
         let relative = Array2::from_shape_fn((rows.len(), placements.len()), |(r, p)| {
             observations[r][p].value / observations[r][baseline].value
         });
+        let mut measured = relative.clone();
+        for &cell in &completed {
+            measured[cell] = f64::NAN;
+        }
         let (counter_names, dropped_counters) = common_counters(&observations);
         Self {
             placements,
@@ -89,6 +100,7 @@ impl PerformanceTable {
             rows,
             observations,
             relative,
+            measured,
             counter_names,
             dropped_counters,
         }
@@ -108,6 +120,12 @@ impl PerformanceTable {
 
     pub(crate) fn relative(&self) -> ArrayView2<'_, f64> {
         self.relative.view()
+    }
+
+    /// [`Self::relative`] as measured: NaN in a cell another model completed, which the
+    /// forest learns from but no error or interval is judged on.
+    pub(crate) fn measured(&self) -> ArrayView2<'_, f64> {
+        self.measured.view()
     }
 
     pub(crate) fn counter_names(&self) -> &[String] {

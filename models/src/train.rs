@@ -19,6 +19,11 @@ use crate::table::PerformanceTable;
 pub struct TrainOptions {
     /// Baseline placement id; `None` takes the data header's first placement.
     pub baseline: Option<String>,
+    /// Probe placement id; `None` chooses it by cross-validation. Given where the data's
+    /// rows were measured in one probe only and completed by another model elsewhere (the
+    /// daemon's production data under the model across classes): a probe chosen among
+    /// completed cells would be chosen on that model's predictions, not on measurements.
+    pub probe: Option<String>,
     /// The final forest's hyperparameters.
     pub forest: ForestParams,
     /// Trees per cross-validation forest; `None` for as many as the final forest. Fewer
@@ -36,6 +41,7 @@ impl Default for TrainOptions {
     fn default() -> Self {
         Self {
             baseline: None,
+            probe: None,
             forest: ForestParams::default(),
             cv_trees: None,
             categories: CategoryParams::default(),
@@ -94,16 +100,40 @@ impl TrainOptions {
     }
 
     pub(crate) fn baseline_index(&self, data: &Dataset) -> Result<usize, TrainError> {
-        let placements = &data.header().placements;
-        match &self.baseline {
-            None => Ok(0),
-            Some(id) => placements.iter().position(|p| &p.id == id).ok_or_else(|| {
-                TrainError::UnknownPlacement {
-                    id: id.clone(),
-                    known: known_ids(data),
-                }
-            }),
+        Ok(self
+            .placement_index(self.baseline.as_deref(), data)?
+            .unwrap_or(0))
+    }
+
+    /// The probe asked for, if any: never the baseline.
+    pub(crate) fn probe_index(&self, data: &Dataset) -> Result<Option<usize>, TrainError> {
+        let probe = self.placement_index(self.probe.as_deref(), data)?;
+        if probe.is_some() && probe == Some(self.baseline_index(data)?) {
+            return Err(TrainError::UnknownPlacement {
+                id: self.probe.clone().unwrap_or_default(),
+                known: format!("the baseline cannot be the probe; {}", known_ids(data)),
+            });
         }
+        Ok(probe)
+    }
+
+    fn placement_index(
+        &self,
+        id: Option<&str>,
+        data: &Dataset,
+    ) -> Result<Option<usize>, TrainError> {
+        let Some(id) = id else {
+            return Ok(None);
+        };
+        let placements = &data.header().placements;
+        placements
+            .iter()
+            .position(|p| p.id == id)
+            .map(Some)
+            .ok_or_else(|| TrainError::UnknownPlacement {
+                id: id.to_owned(),
+                known: known_ids(data),
+            })
     }
 
     pub(crate) fn cv_forest(&self) -> ForestParams {
