@@ -39,39 +39,9 @@ fn production_data_of_a_left_out_behaviour_cuts_its_held_out_error() {
     let test = subset(&data, |r| left_out(&r.family) && !in_production(&r.family));
     let (before, _) = fit(&train, &options).expect("fits");
 
-    let others: Vec<String> = before
-        .placements()
-        .iter()
-        .map(|p| p.id.clone())
-        .filter(|id| id != before.baseline() && id != before.probe())
-        .collect();
-    // Each production run: the baseline, the probe and one other placement, in turn (where
-    // decisions took containers).
-    let mut production: Vec<RunRecord> = Vec::new();
-    let runs: Vec<&str> = {
-        let mut w: Vec<&str> = data
-            .records()
-            .iter()
-            .filter(|r| in_production(&r.family))
-            .map(|r| r.workload.as_str())
-            .collect();
-        w.dedup();
-        w
-    };
-    for (i, workload) in runs.iter().enumerate() {
-        let other = &others[i % others.len()];
-        for r in data.records().iter().filter(|r| r.workload == *workload) {
-            if r.placement == before.baseline()
-                || r.placement == before.probe()
-                || r.placement == *other
-            {
-                let mut r = r.clone();
-                r.partial = true;
-                production.push(r);
-            }
-        }
-    }
-    let production = Dataset::from_parts(data.header().clone(), production).expect("valid");
+    // Each production run: the baseline, the probe and one other placement, in turn.
+    let production =
+        crate::support::production_runs(&data, before.baseline(), before.probe(), in_production);
     let (records, skipped) = completed(&production, &before).expect("completes");
     assert_eq!(skipped, 0);
     let mut all = train.records().to_vec();
@@ -82,8 +52,8 @@ fn production_data_of_a_left_out_behaviour_cuts_its_held_out_error() {
     let (was, is) = (error(&before, &test), error(&after, &test));
     eprintln!(
         "SIMULATED ({} placements, {} production runs of 2 latency families, one extra cell each): held-out error on the other 2 latency families {was:.2}% before, {is:.2}% after ({:.0}% cut)",
-        others.len() + 2,
-        runs.len(),
+        data.header().placements.len(),
+        production.partial_runs(),
         100.0 * (1.0 - is / was)
     );
     assert!(is <= 0.7 * was, "{was:.2}% -> {is:.2}%");

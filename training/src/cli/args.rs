@@ -57,17 +57,29 @@ pub enum Cli {
         #[command(flatten)]
         train: TrainFlags,
     },
-    /// Fit a model on a data file and write it.
+    /// Fit a model on a data file, or on the daemon's production data completed by the
+    /// model across classes, and write it.
     Fit {
         /// Training data (JSON lines, see docs/models.md).
-        #[arg(long)]
-        data: PathBuf,
+        #[arg(long, required_unless_present = "prior")]
+        data: Option<PathBuf>,
+        /// Instead of --data: the model across classes that decided on this host
+        /// (`across-classes.json`); it completes the --production runs, and the model is
+        /// fitted on them alone: the host's own model, from what the daemon measured.
+        #[arg(
+            long,
+            value_name = "FILE",
+            conflicts_with = "data",
+            requires = "production"
+        )]
+        prior: Option<PathBuf>,
         /// Where to write the model file.
         #[arg(long)]
         out: PathBuf,
         /// The daemon's production data of this class and size (repeat the flag): its
         /// partial runs measured in the model's baseline and probe are completed by a model
-        /// fitted on --data and learned from too (docs/training.md, "Production data").
+        /// fitted on --data, or by --prior, and learned from (docs/training.md, "Production
+        /// data").
         #[arg(long, value_name = "FILE")]
         production: Vec<PathBuf>,
         #[command(flatten)]
@@ -126,7 +138,9 @@ pub enum Cli {
         /// Production data neither model was trained on.
         #[arg(long)]
         data: PathBuf,
-        /// Replace the champion's file with the challenger's when it wins.
+        /// Replace the champion's file with the challenger's when it wins; a model of one
+        /// class and size beating a model across sizes or classes is installed beside it,
+        /// as the class's own model for its size (`<fingerprint>-v<N>.json`).
         #[arg(long)]
         install: bool,
     },

@@ -50,11 +50,11 @@ impl Request {
                 _ => sizes::train_sizes(&sizes, &collection, &model_dir, &fitting),
             },
             Request::Fit {
-                data,
+                basis,
                 out,
                 production,
                 fitting,
-            } => models::fit_model(&data, &out, &production, &fitting),
+            } => models::fit_model(&basis, &out, &production, &fitting),
             Request::Evaluate {
                 data,
                 plots,

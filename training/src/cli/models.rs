@@ -8,25 +8,23 @@ use placed_models::{Dataset, TrainOptions, evaluate, fit};
 
 use super::CliError;
 use super::collect::print_refused;
+use super::production::Basis;
 use super::request::{Fitting, MachineSpec};
 use crate::save::Save as _;
 use crate::simulate::{SimMachine, SimulationOptions, simulate};
-use crate::{pipeline, plot, policies, report};
+use crate::{plot, policies, report};
 
-/// `placed-train fit`: a model from a data file (and the daemon's production data, when
-/// given), judged by the gate, written.
+/// `placed-train fit`: a model from a data file and the daemon's production data, or from
+/// production data completed by the model across classes, judged by the gate, written.
 pub fn fit_model(
-    data: &Path,
+    basis: &Basis,
     out: &Path,
     production: &[PathBuf],
     fitting: &Fitting,
 ) -> Result<(), CliError> {
-    let dataset = Dataset::load(data)?;
-    print!("{}", report::left_out(&dataset));
-    pipeline::usable_enough(&dataset, data)?;
-    let dataset = super::production::with_production(dataset, production, &fitting.options)?;
-    let (model, _) =
-        fit(&dataset, &fitting.options).map_err(|e| CliError::step("fitting the model", e))?;
+    let (dataset, options) =
+        super::production::with_production(basis, production, &fitting.options)?;
+    let (model, _) = fit(&dataset, &options).map_err(|e| CliError::step("fitting the model", e))?;
     let model = fitting.acceptance.judge(model).inspect_err(print_refused)?;
     model.save(out)?;
     print!("{}", report::model_summary(&model));

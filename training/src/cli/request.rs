@@ -14,6 +14,7 @@ use placed_models::interval::IntervalParams;
 
 use super::CliError;
 use super::args::{ClassesCmd, Cli, CollectFlags, TopologyFlags, TrainFlags, WorkloadCmd};
+use super::production::Basis;
 use crate::collect::{self, Job};
 use crate::pipeline::{Acceptance, PipelineError};
 use crate::simulate::SimulationOptions;
@@ -33,10 +34,11 @@ pub enum Request {
         sizes: Vec<usize>,
         collection: Collection,
         model_dir: PathBuf,
-        fitting: Fitting,
+        // Boxed: with the collection it makes this the largest request by far.
+        fitting: Box<Fitting>,
     },
     Fit {
-        data: PathBuf,
+        basis: Basis,
         out: PathBuf,
         production: Vec<PathBuf>,
         fitting: Fitting,
@@ -230,11 +232,19 @@ impl Cli {
         Ok(match self {
             Cli::Fit {
                 data,
+                prior,
                 out,
                 production,
                 train,
             } => Request::Fit {
-                data,
+                // clap requires one of the two and refuses both.
+                basis: match (data, prior) {
+                    (_, Some(prior)) => Basis::Prior(prior),
+                    (Some(data), None) => Basis::Data(data),
+                    (None, None) => {
+                        return Err(CliError::Usage("--data or --prior is required".into()));
+                    }
+                },
                 out,
                 production,
                 fitting: train.fitting()?,
@@ -329,7 +339,7 @@ fn training(
         sizes,
         collection: collect.validate()?,
         model_dir,
-        fitting: train.fitting()?,
+        fitting: Box::new(train.fitting()?),
     })
 }
 
@@ -546,6 +556,7 @@ impl TrainFlags {
         }
         Ok(TrainOptions {
             baseline: self.baseline.clone(),
+            probe: None,
             forest: ForestParams::new()
                 .n_trees(self.trees.unwrap_or(trees))
                 .seed(self.seed),

@@ -42,3 +42,51 @@ pub fn simulated_data(workloads_per_family: usize) -> placed_models::Dataset {
     )
     .expect("simulates")
 }
+
+/// What the daemon's production file would hold of `data`'s workloads of the families
+/// `in_production` picks: partial runs of the `baseline`, the `probe` and one other
+/// placement each, in turn over the others (where the decisions took the containers), the
+/// run records marked partial as the daemon marks them. `data`'s resources line, if any,
+/// is kept, as the daemon writes its host's.
+pub fn production_runs(
+    data: &placed_models::Dataset,
+    baseline: &str,
+    probe: &str,
+    in_production: impl Fn(&str) -> bool,
+) -> placed_models::Dataset {
+    let others: Vec<&str> = data
+        .header()
+        .placements
+        .iter()
+        .map(|p| p.id.as_str())
+        .filter(|id| *id != baseline && *id != probe)
+        .collect();
+    let mut runs: Vec<(&str, u32)> = Vec::new();
+    for r in data.records().iter().filter(|r| in_production(&r.family)) {
+        if !runs.contains(&(r.workload.as_str(), r.run)) {
+            runs.push((r.workload.as_str(), r.run));
+        }
+    }
+    let mut records = Vec::new();
+    for (i, (workload, run)) in runs.iter().enumerate() {
+        let other = others[i % others.len()];
+        for r in data.records() {
+            if r.workload == *workload
+                && r.run == *run
+                && [baseline, probe, other].contains(&r.placement.as_str())
+            {
+                let mut r = r.clone();
+                r.partial = true;
+                records.push(r);
+            }
+        }
+    }
+    let production =
+        placed_models::Dataset::from_parts(data.header().clone(), records).expect("valid");
+    match data.resources() {
+        Some(r) => production
+            .with_resources(r.clone())
+            .expect("the same placements"),
+        None => production,
+    }
+}
