@@ -1,7 +1,8 @@
 //! 13. A host of a class nobody trained is predicted by the model across machine classes,
 //!     which says so in the prediction's warnings and the state file, and the model policy
 //!     holds that prior to the lower end of its intervals though `policy.goal_bound` is
-//!     the point prediction.
+//!     the point prediction; what the daemon measured meanwhile is production data the
+//!     prior completes from the file alone (`placed-train fit --prior`).
 //!
 //! The model across classes is trained on three synthetic machines (four, six and eight
 //! NUMA nodes); the test machine has two. Containers are managed at v = 4.
@@ -9,6 +10,7 @@
 use placed::lifecycle::EventKind;
 use placed::state::Lifecycle;
 use placed_core::policy::{GoalBound, Policy};
+use placed_models::{Dataset, ModelFile, Predictor as _};
 
 use crate::scenario::Scenario;
 
@@ -64,5 +66,36 @@ async fn a_host_of_a_class_nobody_trained_is_placed_by_the_prior_on_its_lower_bo
     let on_disk = d.on_disk("c").expect("persisted");
     assert!(on_disk.prediction.is_some_and(|p| p.across_classes));
     assert_eq!(d.seen("c", EventKind::Error), []);
+
+    // What the daemon measured while the prior decided is data the prior completes, from
+    // the file alone as `placed-train fit --prior` reads it: the file describes this host,
+    // and the prior made ready from that completes the run measured in its baseline and
+    // probe, the other cells marked as completed, not measured.
+    let production = Dataset::load(&d.production_file(4)).expect("valid training data");
+    let h = production.header();
+    let resources = production.resources().expect("the host's resources line");
+    assert_eq!(
+        resources,
+        &placed_models::resources::of_machine(&d.machine, &d.placements_for(4)).unwrap()
+    );
+    let ModelFile::AcrossClasses(prior) =
+        ModelFile::load(&d.model_dir().join("across-classes.json")).expect("the prior loads")
+    else {
+        panic!("not a model across classes");
+    };
+    let prior = std::sync::Arc::<placed_models::ClassesModel>::from(prior)
+        .for_host(&h.fingerprint, h.v, resources, h.placements.clone())
+        .expect("the prior predicts this host");
+    let (records, skipped) =
+        placed_models::impute::completed(&production, &prior).expect("completes");
+    assert_eq!((production.partial_runs(), skipped), (1, 0));
+    assert_eq!(records.len(), h.placements.len());
+    let measured: Vec<&str> = records
+        .iter()
+        .filter(|r| !r.completed)
+        .map(|r| r.placement.as_str())
+        .collect();
+    assert!(measured.contains(&prior.baseline()) && measured.contains(&prior.probe()));
+    assert!(records.iter().any(|r| r.completed));
     d.daemon.shutdown().await;
 }

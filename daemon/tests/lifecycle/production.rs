@@ -5,7 +5,6 @@
 //!     moves a container to `numa1-core4` at goal 1.0.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use placed::lifecycle::{EventKind, FAMILY_LABEL, ManageRequest};
 use placed::state::Lifecycle;
@@ -75,20 +74,11 @@ fn model(d: &Running) -> Box<placed_models::Model> {
     model
 }
 
-fn file(d: &Running) -> PathBuf {
-    let set = d.placements_for(4);
-    d.state_file()
-        .parent()
-        .expect("a state dir")
-        .join("production")
-        .join(format!("{}-v4.jsonl", set.fingerprint))
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_decision_leaves_its_measurements_in_the_class_data_file() {
     let mut d = daemon(true).await;
     let outcome = decide(&mut d).await;
-    let path = file(&d);
+    let path = d.production_file(4);
     let data = Dataset::load(&path).expect("the production file is valid training data");
     assert_eq!(data.provenance(), Provenance::Simulated);
     assert_eq!(data.header().v, 4);
@@ -139,7 +129,7 @@ async fn a_decision_leaves_its_measurements_in_the_class_data_file() {
 async fn with_production_data_off_no_file_is_written() {
     let mut d = daemon(false).await;
     let _ = decide(&mut d).await;
-    assert!(!file(&d).exists());
+    assert!(!d.production_file(4).exists());
     assert_eq!(d.metrics.production_records.get(), 0);
 }
 
@@ -166,7 +156,7 @@ async fn the_live_error_of_a_stream_is_what_check_finds_on_its_production_data()
         .find(|m| m.model_id == model_id)
         .expect("the model's live figures");
     assert_eq!(live.summary.scored, STREAM);
-    let data = Dataset::load(&file(&d)).expect("valid");
+    let data = Dataset::load(&d.production_file(4)).expect("valid");
     let report = check(model(&d).as_ref(), &data).expect("checks");
     let checked = report.overall().expect("scored cells");
     assert_eq!(checked.cells, STREAM);
@@ -210,7 +200,7 @@ async fn a_model_stopped_on_production_is_retrained_on_its_data_and_is_right_aga
 
     // Retrained as `placed-train fit --production` does, and installed over the old file.
     let before = model(&d);
-    let production = Dataset::load(&file(&d)).expect("valid");
+    let production = Dataset::load(&d.production_file(4)).expect("valid");
     let (completed, skipped) =
         placed_models::impute::completed(&production, before.as_ref()).expect("completes");
     assert_eq!(skipped, 0);

@@ -494,6 +494,15 @@ impl Running {
         important_placements(&self.machine, v).unwrap()
     }
 
+    /// The daemon's production data file for containers of `v` vCPUs.
+    pub fn production_file(&self, v: usize) -> PathBuf {
+        self.state_file
+            .parent()
+            .expect("a state dir")
+            .join("production")
+            .join(format!("{}-v{v}.jsonl", self.placements_for(v).fingerprint))
+    }
+
     /// The container's record as the daemon holds it.
     pub fn record(&self, name: &str) -> ContainerRecord {
         self.daemon.container(&cg(name)).expect("managed").record
