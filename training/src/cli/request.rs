@@ -13,7 +13,7 @@ use placed_models::forest::{DEFAULT_TREES, ForestParams};
 use placed_models::interval::IntervalParams;
 
 use super::CliError;
-use super::args::{ClassesCmd, Cli, CollectFlags, TopologyFlags, TrainFlags, WorkloadCmd};
+use super::args::{Cli, CollectFlags, TopologyFlags, TrainFlags, WorkloadCmd};
 use super::production::Basis;
 use crate::collect::{self, Job};
 use crate::pipeline::{Acceptance, PipelineError};
@@ -97,35 +97,6 @@ pub enum Request {
     Man {
         dir: Option<PathBuf>,
     },
-}
-
-/// `placed-train classes ...`, validated.
-#[derive(Debug)]
-pub enum ClassesRequest {
-    Simulate {
-        topologies: Vec<PathBuf>,
-        out_dir: PathBuf,
-        options: SimulationOptions,
-    },
-    Evaluate {
-        corpus: PathBuf,
-        ablation: bool,
-        options: TrainOptions,
-    },
-    Build {
-        corpus: PathBuf,
-        destination: ModelDestination,
-        options: TrainOptions,
-    },
-}
-
-/// Where a built model goes.
-#[derive(Debug, PartialEq)]
-pub enum ModelDestination {
-    /// This file.
-    File(PathBuf),
-    /// Installed in this model directory.
-    ModelDir(PathBuf),
 }
 
 /// What `sizes` produces.
@@ -355,63 +326,6 @@ fn calibration(out: PathBuf, seconds: f64, force: bool) -> Result<Request, CliEr
     }))
 }
 
-impl ClassesCmd {
-    fn validate(self) -> Result<ClassesRequest, CliError> {
-        Ok(match self {
-            ClassesCmd::Simulate {
-                topologies,
-                out_dir,
-                families,
-                workloads_per_family,
-                noise,
-                seed,
-            } => {
-                if !(noise.is_finite() && noise >= 0.0) {
-                    return Err(CliError::Usage("--noise must be 0 or more".into()));
-                }
-                ClassesRequest::Simulate {
-                    topologies,
-                    out_dir,
-                    options: SimulationOptions {
-                        families,
-                        workloads_per_family,
-                        noise,
-                        seed,
-                        ..SimulationOptions::default()
-                    },
-                }
-            }
-            ClassesCmd::Evaluate {
-                corpus,
-                ablation,
-                train,
-            } => ClassesRequest::Evaluate {
-                corpus,
-                ablation,
-                options: train.options()?,
-            },
-            ClassesCmd::Build {
-                corpus,
-                out,
-                model_dir,
-                train,
-            } => ClassesRequest::Build {
-                corpus,
-                destination: match (out, model_dir) {
-                    (Some(out), None) => ModelDestination::File(out),
-                    (None, Some(dir)) => ModelDestination::ModelDir(dir),
-                    _ => {
-                        return Err(CliError::Usage(
-                            "give either --out FILE or --model-dir DIR".into(),
-                        ));
-                    }
-                },
-                options: train.options_defaulting(placed_models::classes::FINAL_TREES)?,
-            },
-        })
-    }
-}
-
 impl WorkloadCmd {
     fn validate(self) -> Result<Request, CliError> {
         Ok(match self {
@@ -587,6 +501,9 @@ impl TrainFlags {
         })
     }
 }
+
+mod classes;
+pub use classes::{ClassesRequest, ModelDestination};
 
 #[cfg(test)]
 mod tests;
