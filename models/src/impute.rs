@@ -35,6 +35,17 @@ pub enum ImputeError {
     Data(#[from] DataError),
 }
 
+/// The options a model of the runs `model` completed is fitted with: in `model`'s baseline
+/// and probe, where every such run was measured (a probe chosen among completed cells would
+/// be chosen on `model`'s predictions, not on measurements).
+pub fn measured_where(model: &dyn Predictor, options: &crate::TrainOptions) -> crate::TrainOptions {
+    crate::TrainOptions {
+        baseline: Some(model.baseline().to_owned()),
+        probe: Some(model.probe().to_owned()),
+        ..options.clone()
+    }
+}
+
 /// The partial runs of `data` that `model` can complete, made whole; with how many partial
 /// runs were left out (not measured in the model's baseline and probe).
 pub fn completed(

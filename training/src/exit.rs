@@ -55,6 +55,18 @@ fn known(e: &(dyn Error + 'static)) -> Option<Exit> {
     if let Some(c) = e.downcast_ref::<CollectError>() {
         return collect(c);
     }
+    if let Some(t) = e.downcast_ref::<crate::pipeline::trial::TrialError>() {
+        use crate::pipeline::trial::TrialError as T;
+        return match t {
+            // A class's data that cannot stand for a host: the request is wrong.
+            T::TooFewFamilies { .. } | T::NoResources => Some(Exit::BadInput),
+            T::Classes(c) => of_models(c),
+            T::ForHost(f) => of_models(f),
+            T::Check(c) => of_models(c),
+            T::Data(d) => data(d),
+            T::Impute(_) | T::Train(_) | T::NothingChecked => None,
+        };
+    }
     match e.downcast_ref::<CalibrateError>() {
         Some(CalibrateError::Interrupted { .. }) => return Some(Exit::Interrupted),
         // Figures this host cannot vouch for: the operator quiets it or forces them.

@@ -172,13 +172,19 @@ fn a_host_the_prior_decided_on_gets_a_model_of_its_own_from_its_production_data(
             h.placements.clone(),
         )
         .expect("predicts the new class");
-    let mut families: Vec<&str> = data.records().iter().map(|r| r.family.as_str()).collect();
-    families.sort_unstable();
-    families.dedup();
+    // In the order the data names them, as `classes trial` takes them.
+    let mut families: Vec<&str> = Vec::new();
+    for r in data.records() {
+        if !families.contains(&r.family.as_str()) {
+            families.push(r.family.as_str());
+        }
+    }
     let (ran, test_families) = families.split_at(families.len() / 2);
-    let production = crate::support::production_runs(&data, prior.baseline(), prior.probe(), |f| {
-        ran.contains(&f)
-    });
+    let production =
+        placed_training::simulate::production_runs(&data, prior.baseline(), prior.probe(), |f| {
+            ran.contains(&f)
+        })
+        .expect("valid");
     std::fs::write(
         dir.path().join("production.jsonl"),
         production.to_jsonl().expect("encodes"),
@@ -194,10 +200,11 @@ fn a_host_the_prior_decided_on_gets_a_model_of_its_own_from_its_production_data(
             "production.jsonl",
             "--out",
             "host.json",
+            // What `classes trial` fits with: `classes build`'s final trees.
             "--trees",
-            "20",
+            "50",
             "--cv-trees",
-            "10",
+            "5",
             "--accept-inaccurate",
         ],
         dir.path(),
@@ -304,6 +311,45 @@ fn a_host_the_prior_decided_on_gets_a_model_of_its_own_from_its_production_data(
     assert_eq!(refused.status.code(), Some(2), "{refused:?}");
     assert!(String::from_utf8_lossy(&refused.stderr).contains("replaces only one of its kind"));
     assert!(refused.stdout.is_empty());
+
+    // `classes trial` runs the same steps from the corpus and the class's data alone: the
+    // prior built on the corpus, the first half of the families in production, the second
+    // half the test. It finds the same figures.
+    let fresh_arg = fresh.to_str().expect("a UTF-8 path");
+    let half = test_families.len().to_string();
+    let trial = placed_train(
+        &[
+            "classes",
+            "trial",
+            "--corpus",
+            "corpus",
+            "--data",
+            fresh_arg,
+            "--families",
+            &half,
+            "--test-families",
+            &half,
+            "--cv-trees",
+            "5",
+        ],
+        dir.path(),
+    );
+    assert!(trial.status.success(), "{trial:?}");
+    let table = String::from_utf8_lossy(&trial.stdout);
+    assert!(
+        table.contains("say nothing about any real machine"),
+        "{table}"
+    );
+    let prior_row = format!("{:.2} / {:.2}", was.mean, was.worst);
+    let host_row = format!(
+        "{} {:>6} {:>15} {:>15}",
+        half,
+        production.partial_runs(),
+        format!("{:.2} / {:.2}", is.mean, is.worst),
+        format!("{:.2} / {:.2}", cv.mean, cv.worst)
+    );
+    assert!(table.contains(&prior_row), "{prior_row} in\n{table}");
+    assert!(table.contains(&host_row), "{host_row} in\n{table}");
 
     // Production data without the host's resources line (an older daemon's) cannot be
     // completed by the prior: refused by name, nothing written.

@@ -40,8 +40,13 @@ fn production_data_of_a_left_out_behaviour_cuts_its_held_out_error() {
     let (before, _) = fit(&train, &options).expect("fits");
 
     // Each production run: the baseline, the probe and one other placement, in turn.
-    let production =
-        crate::support::production_runs(&data, before.baseline(), before.probe(), in_production);
+    let production = placed_training::simulate::production_runs(
+        &data,
+        before.baseline(),
+        before.probe(),
+        in_production,
+    )
+    .expect("valid");
     let (records, skipped) = completed(&production, &before).expect("completes");
     assert_eq!(skipped, 0);
     let mut all = train.records().to_vec();

@@ -286,6 +286,30 @@ pub enum ClassesCmd {
         #[command(flatten)]
         train: TrainFlags,
     },
+    /// Does a host's own model, fitted on what the daemon measures while the model across
+    /// classes decides (`fit --prior`), beat it, and after how many runs? The class of
+    /// --data is held out of the corpus and the prior built on the rest; the runs of its
+    /// first families, cut to what the daemon would keep of them, make the host's model;
+    /// its last families, whole, are the test.
+    Trial {
+        /// The corpus directory (the held-out class's own files in it are left out).
+        #[arg(long)]
+        corpus: PathBuf,
+        /// The held-out class: whole runs with the resources line (`classes simulate` with
+        /// more --families than the corpus's and another --seed).
+        #[arg(long)]
+        data: PathBuf,
+        /// Families run in production: one host model per count (comma-separated).
+        #[arg(long, value_delimiter = ',', default_value = "8,16,32",
+              value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+        families: Vec<usize>,
+        /// Families tested on: the data's last.
+        #[arg(long, default_value_t = 32,
+              value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+        test_families: usize,
+        #[command(flatten)]
+        train: TrainFlags,
+    },
 }
 
 #[derive(clap::Subcommand, Debug)]

@@ -1,4 +1,4 @@
-//! `placed-train classes simulate | evaluate | build`: the model across machine classes
+//! `placed-train classes simulate | evaluate | build | trial`: the model across machine classes
 //! (docs/models.md, "Across classes"). The work is `crate::pipeline::classes`'; this prints.
 
 use std::fmt::Write as _;
@@ -94,7 +94,78 @@ pub fn run(request: ClassesRequest) -> Result<(), CliError> {
             }
             Ok(())
         }
+        ClassesRequest::Trial {
+            corpus,
+            data,
+            families,
+            test_families,
+            options,
+        } => {
+            let corpus = pipeline::load_corpus(&corpus)?;
+            let class = placed_models::Dataset::load(&data)?;
+            let result =
+                crate::pipeline::trial::trial(&corpus, &class, &families, test_families, &options)?;
+            let provenance = Provenance::least_real(
+                corpus
+                    .iter()
+                    .chain(std::iter::once(&class))
+                    .map(placed_models::Dataset::provenance),
+            );
+            print!("{}", trial_table(&result, provenance));
+            Ok(())
+        }
     }
+}
+
+/// A trial's table: the prior and the host's own model after each production count, on
+/// the same test cells.
+fn trial_table(t: &crate::pipeline::trial::Trial, provenance: Provenance) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "class {} ({} placements) held out of the corpus ({} data{}); checked on its last {} families, mean / worst % error over {} cells",
+        t.fingerprint,
+        t.placements,
+        label(provenance),
+        if provenance == Provenance::Real {
+            ""
+        } else {
+            ": these figures say nothing about any real machine"
+        },
+        t.test_families,
+        t.prior.error.cells
+    );
+    let _ = writeln!(
+        out,
+        "{:<30} {:>8} {:>6} {:>15} {:>15} {:>9}",
+        "model", "families", "runs", "on the test", "cross-valid.", "coverage"
+    );
+    let pair = |s: placed_models::accuracy::ErrorSummary| format!("{:.2} / {:.2}", s.mean, s.worst);
+    let coverage =
+        |c: Option<f64>| c.map_or_else(|| "none".to_owned(), |c| format!("{:.1}%", 100.0 * c));
+    let _ = writeln!(
+        out,
+        "{:<30} {:>8} {:>6} {:>15} {:>15} {:>9}",
+        "the prior (across classes)",
+        "-",
+        "-",
+        pair(t.prior.error),
+        "-",
+        coverage(t.prior.coverage)
+    );
+    for h in &t.hosts {
+        let _ = writeln!(
+            out,
+            "{:<30} {:>8} {:>6} {:>15} {:>15} {:>9}",
+            "the host's own (fit --prior)",
+            h.families,
+            h.runs,
+            pair(h.checked.error),
+            pair(h.cross_validated),
+            coverage(h.checked.coverage)
+        );
+    }
+    out
 }
 
 fn label(p: Provenance) -> String {

@@ -65,6 +65,7 @@ passed_on!(
     crate::collect::CollectError,
     crate::pipeline::PipelineError,
     crate::pipeline::classes::ClassesPipelineError,
+    crate::pipeline::trial::TrialError,
     placed_models::classes_model::ForHostError,
     crate::calibrate::CalibrateError,
     crate::policies::ReplayError,

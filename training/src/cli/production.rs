@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use placed_models::accuracy::ErrorSummary;
 use placed_models::data::merge::{RunNumbers, merge};
 use placed_models::data::{MachineHeader, RunRecord};
-use placed_models::impute::completed;
+use placed_models::impute::{completed, measured_where};
 use placed_models::resources::ClassResources;
 use placed_models::{Dataset, Provenance, TrainOptions};
 
@@ -98,25 +98,15 @@ pub fn with_production(
                 provenances: vec![placed_models::ClassesModel::load(prior)?.provenance()],
                 records: Vec::new(),
             };
-            let measured = std::cell::RefCell::new(None);
+            // Made ready for the first file's host; each file's has the same placements
+            // (`learn` checks), so the same baseline and probe.
+            let ready = load_predictor(prior, &first, first_path)?;
             let data = learn(start, production, &name, |p, path| {
                 let model = load_predictor(prior, p, path)?;
-                measured.replace(Some((
-                    model.baseline().to_owned(),
-                    model.probe().to_owned(),
-                )));
                 completed(p, model.as_ref()).map_err(|e| completing(path, e))
             })?;
             pipeline::usable_enough(&data, first_path)?;
-            let (baseline, probe) = measured.into_inner().unzip();
-            Ok((
-                data,
-                TrainOptions {
-                    baseline,
-                    probe,
-                    ..options.clone()
-                },
-            ))
+            Ok((data, measured_where(ready.as_ref(), options)))
         }
     }
 }

@@ -14,6 +14,7 @@ use crate::save::Save as _;
 
 pub mod classes;
 pub mod sizes;
+pub mod trial;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PipelineError {

@@ -4,6 +4,7 @@
 
 mod behaviour;
 mod machine;
+mod production;
 
 use std::collections::BTreeMap;
 
@@ -16,6 +17,7 @@ use rand_chacha::ChaCha8Rng;
 
 use behaviour::{Archetype, Span, Traits};
 pub use machine::{SimMachine, SimPlacement};
+pub use production::production_runs;
 
 /// What to simulate.
 #[derive(Debug, Clone, PartialEq)]

@@ -26,6 +26,13 @@ pub enum ClassesRequest {
         destination: ModelDestination,
         options: TrainOptions,
     },
+    Trial {
+        corpus: PathBuf,
+        data: PathBuf,
+        families: Vec<usize>,
+        test_families: usize,
+        options: TrainOptions,
+    },
 }
 
 /// Where a built model goes.
@@ -88,6 +95,19 @@ impl ClassesCmd {
                         ));
                     }
                 },
+                options: train.options_defaulting(placed_models::classes::FINAL_TREES)?,
+            },
+            ClassesCmd::Trial {
+                corpus,
+                data,
+                families,
+                test_families,
+                train,
+            } => ClassesRequest::Trial {
+                corpus,
+                data,
+                families,
+                test_families,
                 options: train.options_defaulting(placed_models::classes::FINAL_TREES)?,
             },
         })
