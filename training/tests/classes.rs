@@ -350,6 +350,25 @@ fn a_host_the_prior_decided_on_gets_a_model_of_its_own_from_its_production_data(
     );
     assert!(table.contains(&prior_row), "{prior_row} in\n{table}");
     assert!(table.contains(&host_row), "{host_row} in\n{table}");
+    // More families than the data has: refused by name before anything is built.
+    let too_many = placed_train(
+        &[
+            "classes",
+            "trial",
+            "--corpus",
+            "corpus",
+            "--data",
+            fresh_arg,
+            "--families",
+            "40",
+        ],
+        dir.path(),
+    );
+    assert_eq!(too_many.status.code(), Some(2), "{too_many:?}");
+    assert!(
+        String::from_utf8_lossy(&too_many.stderr).contains("has 32 workload families"),
+        "{too_many:?}"
+    );
 
     // Production data without the host's resources line (an older daemon's) cannot be
     // completed by the prior: refused by name, nothing written.
