@@ -52,68 +52,14 @@ pub fn run(request: ClassesRequest) -> Result<(), CliError> {
             corpus,
             destination,
             options,
-        } => {
-            let data = pipeline::load_corpus(&corpus)?;
-            let (model, report) = pipeline::build(&data, &options)?;
-            print!("{}", table(&report));
-            let path = match destination {
-                ModelDestination::File(path) => {
-                    pipeline::write(&model, &path)?;
-                    path
-                }
-                ModelDestination::ModelDir(dir) => pipeline::install(&model, &dir)?,
-            };
-            let intervals = model.spread_scale().map_or_else(
-                || format!("+/- {:.1}% relative", 100.0 * model.error_quantile()),
-                |s| {
-                    format!(
-                        "+/- {:.2} x (the trees' relative spread + {}), so at least +/- {:.1}%",
-                        s.quantile,
-                        s.floor,
-                        100.0 * s.half_width(0.0)
-                    )
-                },
-            );
-            println!(
-                "wrote the model across classes {} ({} data, intervals {intervals}, nominal 90%) to {}",
-                model.id(),
-                label(model.provenance()),
-                path.display()
-            );
-            let refused: Vec<&str> = model
-                .classes()
-                .iter()
-                .filter(|c| c.worse_than_no_model())
-                .map(|c| c.topology.as_str())
-                .collect();
-            if !refused.is_empty() {
-                println!(
-                    "it refuses hosts shaped most like: {} (worse than the category mean there)",
-                    refused.join("; ")
-                );
-            }
-            Ok(())
-        }
+        } => build(&corpus, destination, &options),
         ClassesRequest::Trial {
             corpus,
             data,
             families,
             test_families,
             options,
-        } => {
-            let corpus = pipeline::load_corpus(&corpus)?;
-            let class = placed_models::Dataset::load(&data)?;
-            let result =
-                crate::pipeline::trial::trial(&corpus, &class, &families, test_families, &options)?;
-            let provenance = Provenance::least_real(
-                corpus
-                    .iter()
-                    .chain(std::iter::once(&class))
-                    .map(placed_models::Dataset::provenance),
-            );
-            print!("{}", trial_table(&result, provenance));
-            Ok(())
-        }
+        } => trial(&corpus, &data, &families, test_families, &options),
     }
 }
 
@@ -166,6 +112,75 @@ fn trial_table(t: &crate::pipeline::trial::Trial, provenance: Provenance) -> Str
         );
     }
     out
+}
+
+/// `classes build`: fitted, written or installed, and said what it refuses.
+fn build(
+    corpus: &std::path::Path,
+    destination: ModelDestination,
+    options: &placed_models::TrainOptions,
+) -> Result<(), CliError> {
+    let data = pipeline::load_corpus(corpus)?;
+    let (model, report) = pipeline::build(&data, options)?;
+    print!("{}", table(&report));
+    let path = match destination {
+        ModelDestination::File(path) => {
+            pipeline::write(&model, &path)?;
+            path
+        }
+        ModelDestination::ModelDir(dir) => pipeline::install(&model, &dir)?,
+    };
+    let intervals = model.spread_scale().map_or_else(
+        || format!("+/- {:.1}% relative", 100.0 * model.error_quantile()),
+        |s| {
+            format!(
+                "+/- {:.2} x (the trees' relative spread + {}), so at least +/- {:.1}%",
+                s.quantile,
+                s.floor,
+                100.0 * s.half_width(0.0)
+            )
+        },
+    );
+    println!(
+        "wrote the model across classes {} ({} data, intervals {intervals}, nominal 90%) to {}",
+        model.id(),
+        label(model.provenance()),
+        path.display()
+    );
+    let refused: Vec<&str> = model
+        .classes()
+        .iter()
+        .filter(|c| c.worse_than_no_model())
+        .map(|c| c.topology.as_str())
+        .collect();
+    if !refused.is_empty() {
+        println!(
+            "it refuses hosts shaped most like: {} (worse than the category mean there)",
+            refused.join("; ")
+        );
+    }
+    Ok(())
+}
+
+/// `classes trial`: the prior against the host's own model on a class held out.
+fn trial(
+    corpus: &std::path::Path,
+    data: &std::path::Path,
+    families: &[usize],
+    test_families: usize,
+    options: &placed_models::TrainOptions,
+) -> Result<(), CliError> {
+    let corpus = pipeline::load_corpus(corpus)?;
+    let class = placed_models::Dataset::load(data)?;
+    let result = crate::pipeline::trial::trial(&corpus, &class, families, test_families, options)?;
+    let provenance = Provenance::least_real(
+        corpus
+            .iter()
+            .chain(std::iter::once(&class))
+            .map(placed_models::Dataset::provenance),
+    );
+    print!("{}", trial_table(&result, provenance));
+    Ok(())
 }
 
 fn label(p: Provenance) -> String {
