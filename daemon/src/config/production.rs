@@ -17,13 +17,23 @@ pub struct ProductionDataConfig {
     pub enabled: bool,
     /// The largest one file may grow; a full file stops growing (said once in the log).
     pub max_bytes: u64,
+    /// Runs after which the log says a size predicted by the model across classes has
+    /// enough production data for the host's own model (`placed-train fit --prior`); 0
+    /// never says it.
+    pub fit_after_runs: u64,
 }
+
+/// The default of `fit_after_runs`: leaving each of nine classes out of the corpus, the
+/// host's own model fitted on 64 runs beat the prior on seven of them (SIMULATED,
+/// `placed-train classes trial`; docs/models.md).
+pub const DEFAULT_FIT_AFTER_RUNS: u64 = 64;
 
 impl Default for ProductionDataConfig {
     fn default() -> Self {
         Self {
             enabled: true,
             max_bytes: DEFAULT_MAX_BYTES,
+            fit_after_runs: DEFAULT_FIT_AFTER_RUNS,
         }
     }
 }
@@ -48,8 +58,8 @@ mod tests {
     fn a_bound_too_small_for_a_run_is_refused_by_name() {
         assert_eq!(ProductionDataConfig::default().problem(), None);
         let small = ProductionDataConfig {
-            enabled: true,
             max_bytes: 1000,
+            ..ProductionDataConfig::default()
         };
         let p = small.problem().expect("refused");
         assert!(p.contains("production_data.max_bytes = 1000"), "{p}");

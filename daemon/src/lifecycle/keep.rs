@@ -1,6 +1,7 @@
 //! A measurement of the container kept as production data ([`super::production`]), from
 //! whichever step made it: baseline and probe, the third measurement, a watch measurement
-//! where a decision left it.
+//! where a decision left it. Once a size predicted by the model across classes has kept
+//! `production_data.fit_after_runs` runs, the log says the host's own model can be fitted.
 
 use placed_core::placement::PlacementSet;
 use placed_host::observe::Measurement;
@@ -21,7 +22,7 @@ impl Handle {
         m: &Measurement,
     ) {
         let config = self.core.settings.config();
-        self.core.production.keep(
+        let runs = self.core.production.keep(
             &config.production_data,
             &Measured {
                 set,
@@ -32,5 +33,18 @@ impl Handle {
                 measurement: m,
             },
         );
+        let due = config.production_data.fit_after_runs;
+        if due > 0 && runs == Some(due) {
+            if let Some(prior) = self.core.models.prior_for(&set.fingerprint, set) {
+                // Said once per file: the count passes the setting once.
+                tracing::info!(
+                    vcpus = set.vcpus,
+                    runs,
+                    data = %self.core.production.file_of(set).display(),
+                    prior = %prior.display(),
+                    "production data: containers of this size are predicted by the model across classes, and their data now has enough runs for this host's own model: placed-train fit --prior PRIOR --production DATA, then placed-train challenge --install (docs/models.md)"
+                );
+            }
+        }
     }
 }

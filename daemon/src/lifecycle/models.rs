@@ -306,6 +306,15 @@ impl ModelLibrary {
         }
     }
 
+    /// The file of the model across classes when it is what predicts `set`'s size here:
+    /// the class has no model of the size, none across sizes, and the prior does not
+    /// refuse the host.
+    pub fn prior_for(&self, fingerprint: &str, set: &PlacementSet) -> Option<PathBuf> {
+        let prior = self.lock().classes.as_ref()?.path.clone();
+        let used = self.find(fingerprint, set)?;
+        (used.path == prior).then_some(prior)
+    }
+
     /// The model across classes, for status.
     pub fn classes_model(&self) -> Option<LoadedClassesModel> {
         self.lock().classes.clone()
@@ -529,6 +538,10 @@ mod tests {
         });
         assert_eq!(found.model.machine().fingerprint, host.fingerprint());
         assert!(found.model.id().contains("-classes-v8"));
+        assert_eq!(
+            lib.prior_for(host.fingerprint(), &set),
+            Some(dir.path().join("across-classes.json"))
+        );
         let note = found.model.across_classes().expect("says so");
         assert!(
             note.starts_with("across classes, not trained on this host"),
@@ -555,6 +568,7 @@ mod tests {
         );
         let own = lib.find(host.fingerprint(), &set).expect("its own model");
         assert!(own.model.across_classes().is_none());
+        assert_eq!(lib.prior_for(host.fingerprint(), &set), None);
     }
 
     /// A per-size model of the host's own class and size.

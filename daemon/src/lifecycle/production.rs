@@ -83,6 +83,8 @@ struct Open {
     /// measurement where a decision left the container) is kept once, so the file always
     /// validates.
     cells: RecentRuns,
+    /// Runs in the file: evaluations of a container, each (workload, run) once.
+    runs: u64,
     full_said: bool,
 }
 
@@ -107,11 +109,12 @@ impl RecentRuns {
             .is_some_and(|c| c.contains(placement))
     }
 
-    fn insert(&mut self, workload: &str, run: u32, placement: &str) {
+    /// Remembers the cell; whether it began a run not seen before.
+    fn insert(&mut self, workload: &str, run: u32, placement: &str) -> bool {
         let key = (workload.to_owned(), run);
         if let Some(cells) = self.cells.get_mut(&key) {
             cells.insert(placement.to_owned());
-            return;
+            return false;
         }
         if self.order.len() >= RUNS_REMEMBERED {
             if let Some(oldest) = self.order.pop_front() {
@@ -121,6 +124,7 @@ impl RecentRuns {
         self.order.push_back(key.clone());
         self.cells
             .insert(key, HashSet::from([placement.to_owned()]));
+        true
     }
 }
 
@@ -203,20 +207,20 @@ impl Production {
     }
 
     /// Appends `measured` when production data is on. Never fails: see the module's doc.
-    pub fn keep(&self, config: &ProductionDataConfig, measured: &Measured<'_>) {
+    /// The runs its file holds when it began a new one.
+    pub fn keep(&self, config: &ProductionDataConfig, measured: &Measured<'_>) -> Option<u64> {
         if !config.enabled {
-            return;
+            return None;
         }
-        let Some(record) = self.record(measured) else {
-            return;
-        };
+        let record = self.record(measured)?;
         // A poisoned lock leaves at worst a key set missing the record being written.
         let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
         match self.append(&mut files, config.max_bytes, measured.set, &record) {
-            Ok(true) => {
+            Ok(Some(kept)) => {
                 self.metrics.production_records.inc();
+                kept.new_run.then_some(kept.runs)
             }
-            Ok(false) => {}
+            Ok(None) => None,
             Err(e) => {
                 self.metrics.production_errors.inc();
                 if !files.failure_said {
@@ -226,6 +230,7 @@ impl Production {
                         "production data: a measurement was not kept (said once; placed_production_data_errors_total counts them)"
                     );
                 }
+                None
             }
         }
     }
@@ -285,7 +290,7 @@ impl Production {
         Some(record)
     }
 
-    /// Appends `record` to its file (opened, and checked, the first time); `false` when it
+    /// Appends `record` to its file (opened, and checked, the first time); `None` when it
     /// was there already or the file is full.
     fn append(
         &self,
@@ -293,19 +298,21 @@ impl Production {
         max_bytes: u64,
         set: &PlacementSet,
         record: &RunRecord,
-    ) -> Result<bool, KeepError> {
+    ) -> Result<Option<Appended>, KeepError> {
         let class = (record.fingerprint.clone(), record.v);
         let open = match files.open.entry(class) {
             std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
             std::collections::hash_map::Entry::Vacant(v) => {
-                v.insert(self.open(set, record.provenance)?)
+                let open = self.open(set, record.provenance)?;
+                self.runs_gauge(record.v).set(gauge_value(open.runs));
+                v.insert(open)
             }
         };
         if open
             .cells
             .contains(&record.workload, record.run, &record.placement)
         {
-            return Ok(false);
+            return Ok(None);
         }
         let bytes = line(&LineRef::Run(record)).map_err(KeepError::Encode)?;
         if open.bytes + bytes.len() as u64 > max_bytes {
@@ -317,7 +324,7 @@ impl Production {
                     "production data file full: measurements of this class are no longer kept (merge it away with placed-train merge, or raise production_data.max_bytes)"
                 );
             }
-            return Ok(false);
+            return Ok(None);
         }
         let io = |source| KeepError::Io {
             path: open.path.clone(),
@@ -329,9 +336,25 @@ impl Production {
             .and_then(|mut f| f.write_all(&bytes))
             .map_err(io)?;
         open.bytes += bytes.len() as u64;
-        open.cells
+        let new_run = open
+            .cells
             .insert(&record.workload, record.run, &record.placement);
-        Ok(true)
+        if new_run {
+            open.runs += 1;
+            self.runs_gauge(record.v).set(gauge_value(open.runs));
+        }
+        Ok(Some(Appended {
+            runs: open.runs,
+            new_run,
+        }))
+    }
+
+    /// `placed_production_data_runs` of this host's files of size `v`.
+    fn runs_gauge(&self, v: u32) -> prometheus_client::metrics::gauge::Gauge {
+        self.metrics
+            .production_runs
+            .get_or_create(&crate::telemetry::VcpusLabel { vcpus: v })
+            .clone()
     }
 
     /// The file of `set`, resumed when it holds data of this very class, size and
@@ -368,6 +391,7 @@ impl Production {
             path,
             bytes: first.len() as u64,
             cells: RecentRuns::default(),
+            runs: 0,
             full_said: false,
         })
     }
@@ -388,6 +412,7 @@ fn resume(
     let mut line = String::new();
     let mut whole: u64 = 0;
     let mut cells = RecentRuns::default();
+    let mut runs = 0;
     let mut first = true;
     let mut described = None;
     loop {
@@ -400,7 +425,7 @@ fn resume(
         match parsed {
             Some(Line::Machine(h)) if first && h == *header => {}
             Some(Line::Run(r)) if !first && r.provenance == provenance => {
-                cells.insert(&r.workload, r.run, &r.placement);
+                runs += u64::from(cells.insert(&r.workload, r.run, &r.placement));
             }
             Some(Line::Resources(r)) if !first && described.is_none() => described = Some(r),
             _ => return Ok(None),
@@ -419,8 +444,23 @@ fn resume(
         path: path.to_owned(),
         bytes: whole,
         cells,
+        runs,
         full_said: false,
     }))
+}
+
+/// A record appended to its file.
+#[derive(Debug, Clone, Copy)]
+struct Appended {
+    /// Runs the file holds now.
+    runs: u64,
+    /// Whether the record began one of them.
+    new_run: bool,
+}
+
+/// A count as a gauge's value (a file holds far fewer than 2^63 runs).
+fn gauge_value(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 /// `text` cut to what a data file holds of a name.
@@ -451,10 +491,17 @@ mod tests {
         Measurement::steady(Kind::Gauge, value, 0.01)
     }
 
-    fn keep(p: &Production, config: &ProductionDataConfig, set: &PlacementSet, run: u32) {
+    /// Keeps two cells of `run`; the file's runs when the first began a new one.
+    fn keep(
+        p: &Production,
+        config: &ProductionDataConfig,
+        set: &PlacementSet,
+        run: u32,
+    ) -> Option<u64> {
         let labels = BTreeMap::from([(FAMILY_LABEL.to_owned(), "db".to_owned())]);
+        let mut began = None;
         for (i, placement) in set.placements.iter().take(2).enumerate() {
-            p.keep(
+            let runs = p.keep(
                 config,
                 &Measured {
                     set,
@@ -465,7 +512,19 @@ mod tests {
                     measurement: &measurement(100.0 + i as f64),
                 },
             );
+            // Only the first cell of a run can begin it.
+            assert!(i == 0 || runs.is_none(), "{runs:?}");
+            began = began.or(runs);
         }
+        began
+    }
+
+    fn runs_exported(metrics: &Metrics, v: usize) -> i64 {
+        let v = u32::try_from(v).unwrap();
+        metrics
+            .production_runs
+            .get_or_create(&crate::telemetry::VcpusLabel { vcpus: v })
+            .get()
     }
 
     #[test]
@@ -481,9 +540,10 @@ mod tests {
             Some("h1\n".into()),
             metrics.clone(),
         );
-        keep(&p, &config, &set, 1);
+        assert_eq!(keep(&p, &config, &set, 1), Some(1));
         // The same cells again are kept once.
-        keep(&p, &config, &set, 1);
+        assert_eq!(keep(&p, &config, &set, 1), None);
+        assert_eq!(runs_exported(&metrics, set.vcpus), 1);
         let path = p.file_of(&set);
         let data = Dataset::load(&path).unwrap();
         assert_eq!(data.records().len(), 2);
@@ -495,17 +555,21 @@ mod tests {
         let mut text = std::fs::read_to_string(&path).unwrap();
         text.push_str("{\"kind\":\"run\",\"fing");
         std::fs::write(&path, &text).unwrap();
+        // The runs are counted again from the file: run 1's cells are there, run 2 is new.
+        let metrics = Arc::new(Metrics::default());
         let p = Production::new(&state, Provenance::Simulated, None, metrics.clone());
-        keep(&p, &config, &set, 1);
-        keep(&p, &config, &set, 2);
+        assert_eq!(keep(&p, &config, &set, 1), None);
+        assert_eq!(runs_exported(&metrics, set.vcpus), 1);
+        assert_eq!(keep(&p, &config, &set, 2), Some(2));
+        assert_eq!(runs_exported(&metrics, set.vcpus), 2);
         let data = Dataset::load(&path).unwrap();
         assert_eq!(data.records().len(), 4);
 
         // Bounded: nothing more once the next line would pass max_bytes.
         let size = std::fs::metadata(&path).unwrap().len();
         let full = ProductionDataConfig {
-            enabled: true,
             max_bytes: size + 10,
+            ..ProductionDataConfig::default()
         };
         keep(&p, &full, &set, 3);
         assert_eq!(std::fs::metadata(&path).unwrap().len(), size);

@@ -69,6 +69,12 @@ pub struct ActionLabel {
     pub action: String,
 }
 
+/// A container size, as the `vcpus` label of `placed_production_data_runs`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct VcpusLabel {
+    pub vcpus: u32,
+}
+
 /// Every metric the daemon exports. `tests/e2e` checks each is exported.
 #[derive(Debug)]
 pub struct Metrics {
@@ -100,6 +106,9 @@ pub struct Metrics {
     pub production_records: Counter,
     /// Measurements production data failed to keep (a write error).
     pub production_errors: Counter,
+    /// Runs (evaluations of a container) in this host's production data file of each size,
+    /// from the first measurement kept after start.
+    pub production_runs: Family<VcpusLabel, Gauge>,
 }
 
 impl Default for Metrics {
@@ -124,6 +133,7 @@ impl Default for Metrics {
             live: live::LiveMetrics::default(),
             production_records: Counter::default(),
             production_errors: Counter::default(),
+            production_runs: Family::default(),
         };
         metrics.register(root.sub_registry_with_prefix("placed"));
         metrics.zero_series();
@@ -209,6 +219,11 @@ impl Metrics {
             "production_data_errors",
             "Measurements production data failed to keep (write errors; the log says the first)",
             self.production_errors.clone(),
+        );
+        registry.register(
+            "production_data_runs",
+            "Runs (evaluations of a container) in this host's production data file of each size",
+            self.production_runs.clone(),
         );
     }
 
