@@ -304,7 +304,9 @@ impl Production {
             std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
             std::collections::hash_map::Entry::Vacant(v) => {
                 let open = self.open(set, record.provenance)?;
-                self.runs_gauge(record.v).set(gauge_value(open.runs));
+                self.metrics
+                    .production_runs_of(record.v)
+                    .set(gauge_value(open.runs));
                 v.insert(open)
             }
         };
@@ -341,20 +343,14 @@ impl Production {
             .insert(&record.workload, record.run, &record.placement);
         if new_run {
             open.runs += 1;
-            self.runs_gauge(record.v).set(gauge_value(open.runs));
+            self.metrics
+                .production_runs_of(record.v)
+                .set(gauge_value(open.runs));
         }
         Ok(Some(Appended {
             runs: open.runs,
             new_run,
         }))
-    }
-
-    /// `placed_production_data_runs` of this host's files of size `v`.
-    fn runs_gauge(&self, v: u32) -> prometheus_client::metrics::gauge::Gauge {
-        self.metrics
-            .production_runs
-            .get_or_create(&crate::telemetry::VcpusLabel { vcpus: v })
-            .clone()
     }
 
     /// The file of `set`, resumed when it holds data of this very class, size and
@@ -520,11 +516,7 @@ mod tests {
     }
 
     fn runs_exported(metrics: &Metrics, v: usize) -> i64 {
-        let v = u32::try_from(v).unwrap();
-        metrics
-            .production_runs
-            .get_or_create(&crate::telemetry::VcpusLabel { vcpus: v })
-            .get()
+        metrics.production_runs_of(u32::try_from(v).unwrap()).get()
     }
 
     #[test]

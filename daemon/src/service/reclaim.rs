@@ -88,17 +88,17 @@ impl Reclaim {
         if self.trimming.swap(true, Ordering::Acquire) {
             return;
         }
+        let work = move || {
+            trim_now();
+            self.trimming.store(false, Ordering::Release);
+        };
         match tokio::runtime::Handle::try_current() {
             Ok(rt) => drop(rt.spawn(async move {
                 self.settled().await;
                 // Err only when the runtime is shutting down: nothing to give back for.
-                let _ = tokio::task::spawn_blocking(trim_now).await;
-                self.trimming.store(false, Ordering::Release);
+                let _ = tokio::task::spawn_blocking(work).await;
             })),
-            Err(_) => {
-                trim_now();
-                self.trimming.store(false, Ordering::Release);
-            }
+            Err(_) => work(),
         }
     }
 

@@ -250,6 +250,13 @@ impl Metrics {
 }
 
 impl Metrics {
+    /// `placed_production_data_runs` of the production data file of size `vcpus`.
+    pub fn production_runs_of(&self, vcpus: u32) -> Gauge {
+        self.production_runs
+            .get_or_create(&VcpusLabel { vcpus })
+            .clone()
+    }
+
     pub fn error(&self, kind: &str) {
         self.errors
             .get_or_create(&KindLabel { kind: kind.into() })

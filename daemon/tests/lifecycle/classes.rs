@@ -91,12 +91,7 @@ async fn a_host_of_a_class_nobody_trained_is_placed_by_the_prior_on_its_lower_bo
     assert_eq!((production.partial_runs(), skipped), (1, 0));
     // The run is counted where an operator sees whether there is enough data for the host's
     // own model (the log says so at production_data.fit_after_runs).
-    let runs = d
-        .metrics
-        .production_runs
-        .get_or_create(&placed::telemetry::VcpusLabel { vcpus: 4 })
-        .get();
-    assert_eq!(runs, 1);
+    assert_eq!(d.metrics.production_runs_of(4).get(), 1);
     assert_eq!(records.len(), h.placements.len());
     let measured: Vec<&str> = records
         .iter()
