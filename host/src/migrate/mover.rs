@@ -30,7 +30,8 @@ pub struct MoveOptions {
     pub workers: usize,
     /// Bandwidth cap in bytes per second, for the throttled mode.
     pub rate: Option<u64>,
-    /// Pages per `move_pages` call (4 KiB pages: 1024 = 4 MiB).
+    /// Pages per `move_pages` call (4 KiB pages: 1024 = 4 MiB), rounded up to whole
+    /// transparent huge pages (512).
     pub chunk_pages: usize,
     /// A process with at most this much memory to move goes whole through one
     /// `migrate_pages(2)` call (the kernel's bulk path, one worker per process) instead of
@@ -156,15 +157,17 @@ fn plan_items(
     opts: &MoveOptions,
     shared: &Shared,
 ) -> Result<Vec<Item>, super::Error> {
+    // Whole transparent huge pages in every mode (see `chunks`): a huge page split between
+    // two chunks is wanted by two workers at once, and the one migrating it finds the
+    // other's reference and gives up, leaving 2 MiB behind.
+    let whole = opts.chunk_pages.max(1).div_ceil(THP_PAGES) * THP_PAGES;
     let chunk_pages = match opts.rate {
-        // About 20 chunks a second under a cap, so the pace is smooth, but whole
-        // transparent huge pages (see `chunks`), or the cap would not hold.
+        // About 20 chunks a second under a cap, so the pace is smooth.
         Some(rate) => {
             let per_twentieth = usize::try_from(rate / 4096 / 20).unwrap_or(usize::MAX);
-            let most = opts.chunk_pages.max(THP_PAGES);
-            per_twentieth.clamp(THP_PAGES, most) / THP_PAGES * THP_PAGES
+            per_twentieth.clamp(THP_PAGES, whole) / THP_PAGES * THP_PAGES
         }
-        None => opts.chunk_pages.max(1),
+        None => whole,
     };
     let mut items = Vec::new();
     for &pid in pids {
@@ -506,9 +509,19 @@ mod tests {
             proc_dir.path().to_owned(),
         ));
         let to: NodeSet = "1".parse().unwrap();
-        for (rate, want) in [(Some(4u64 << 20), 512), (Some(1 << 30), 1024), (None, 1024)] {
+        let cases = [
+            (Some(4u64 << 20), 1024, 512),
+            (Some(1 << 30), 1024, 1024),
+            (None, 1024, 1024),
+            // Smaller than a huge page, or not a multiple of one: whole huge pages still.
+            (None, 256, 512),
+            (None, 700, 1024),
+            (Some(1 << 30), 256, 512),
+        ];
+        for (rate, chunk_pages, want) in cases {
             let opts = MoveOptions {
                 rate,
+                chunk_pages,
                 ..MoveOptions::default()
             };
             let items = plan_items(&proc, &[pid], &to, &opts, &Shared::new(rate)).unwrap();

@@ -359,7 +359,7 @@ fn processes_that_exit_or_appear_mid_migration_are_handled() {
     for pid in [p1, p3] {
         assert!(
             anon_bytes_on(pid, to.first().unwrap()) >= 8 << 20,
-            "pid {pid}"
+            "pid {pid}: {stats:?}"
         );
     }
     host.cgroups().set_mems(&cg.path, &to).unwrap();
