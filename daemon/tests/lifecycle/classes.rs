@@ -2,7 +2,8 @@
 //!     which says so in the prediction's warnings and the state file, and the model policy
 //!     holds that prior to the lower end of its intervals though `policy.goal_bound` is
 //!     the point prediction; what the daemon measured meanwhile is production data the
-//!     prior completes from the file alone (`placed-train fit --prior`).
+//!     prior completes from the file alone (`placed-train fit --prior`), and the log says
+//!     when that data has the runs to fit the host's own model.
 //!
 //! The model across classes is trained on three synthetic machines (four, six and eight
 //! NUMA nodes); the test machine has two. Containers are managed at v = 4.
@@ -29,6 +30,11 @@ async fn a_host_of_a_class_nobody_trained_is_placed_by_the_prior_on_its_lower_bo
     // The decision itself, not the third measurement, is what this checks.
     s.config.policy.third_measurement = false;
     assert_eq!(s.config.policy.goal_bound, GoalBound::Point);
+    // Due at the first run, so that the log line saying so is seen.
+    s.config.production_data.fit_after_runs = 1;
+    let log = Log::default();
+    // The runtime is this thread's (start_paused), so the daemon's tasks log here.
+    let _log = tracing::subscriber::set_default(log.subscriber());
     s.container("c", "", "");
     let mut d = s.start().await;
     let _level = d.feed("c", BASELINE);
@@ -90,8 +96,24 @@ async fn a_host_of_a_class_nobody_trained_is_placed_by_the_prior_on_its_lower_bo
         placed_models::impute::completed(&production, &prior).expect("completes");
     assert_eq!((production.partial_runs(), skipped), (1, 0));
     // The run is counted where an operator sees whether there is enough data for the host's
-    // own model (the log says so at production_data.fit_after_runs).
+    // own model, and the log says so once production_data.fit_after_runs are kept, naming
+    // the file and the prior to fit from.
     assert_eq!(d.metrics.production_runs_of(4).get(), 1);
+    let said: Vec<String> = log
+        .lines()
+        .into_iter()
+        .filter(|l| l.contains("enough runs for this host's own model"))
+        .collect();
+    assert_eq!(said.len(), 1, "{said:?}");
+    for name in [
+        d.production_file(4),
+        d.model_dir().join("across-classes.json"),
+    ] {
+        assert!(
+            said[0].contains(&*name.to_string_lossy()),
+            "{name:?}: {said:?}"
+        );
+    }
     assert_eq!(records.len(), h.placements.len());
     let measured: Vec<&str> = records
         .iter()
@@ -101,4 +123,40 @@ async fn a_host_of_a_class_nobody_trained_is_placed_by_the_prior_on_its_lower_bo
     assert!(measured.contains(&prior.baseline()) && measured.contains(&prior.probe()));
     assert!(records.iter().any(|r| r.completed));
     d.daemon.shutdown().await;
+}
+
+/// The daemon's log lines, as text, from a subscriber set for the test's thread.
+#[derive(Clone, Default)]
+struct Log(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Log {
+    fn subscriber(&self) -> impl tracing::Subscriber + Send + Sync + 'static {
+        let log = self.clone();
+        tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_max_level(tracing::Level::INFO)
+            .with_writer(move || log.clone())
+            .finish()
+    }
+
+    fn lines(&self) -> Vec<String> {
+        let bytes = self.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        String::from_utf8_lossy(&bytes)
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+impl std::io::Write for Log {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
