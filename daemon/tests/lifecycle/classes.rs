@@ -99,9 +99,9 @@ async fn a_host_of_a_class_nobody_trained_is_placed_by_the_prior_on_its_lower_bo
     // own model, and the log says so once production_data.fit_after_runs are kept, naming
     // the file and the prior to fit from.
     assert_eq!(d.metrics.production_runs_of(4).get(), 1);
-    let said: Vec<String> = log
+    let text = log.text();
+    let said: Vec<&str> = text
         .lines()
-        .into_iter()
         .filter(|l| l.contains("enough runs for this host's own model"))
         .collect();
     assert_eq!(said.len(), 1, "{said:?}");
@@ -125,7 +125,7 @@ async fn a_host_of_a_class_nobody_trained_is_placed_by_the_prior_on_its_lower_bo
     d.daemon.shutdown().await;
 }
 
-/// The daemon's log lines, as text, from a subscriber set for the test's thread.
+/// The daemon's log, as text, from a subscriber set for the test's thread.
 #[derive(Clone, Default)]
 struct Log(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
 
@@ -139,12 +139,8 @@ impl Log {
             .finish()
     }
 
-    fn lines(&self) -> Vec<String> {
-        let bytes = self.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        String::from_utf8_lossy(&bytes)
-            .lines()
-            .map(str::to_owned)
-            .collect()
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap_or_else(|e| e.into_inner())).into_owned()
     }
 }
 
